@@ -1,0 +1,99 @@
+import type { Config } from '../config/schema.js';
+import type { Account, KeyRecord, KeyUsage, UsageTotals } from '../ledger/ledger.js';
+import { creditsFromJson, creditsToJson, type Nano } from '../ledger/money.js';
+
+const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** The usage that counts against a key's limit: this period's (or all-time), BYOK included when asked. */
+export function usageAgainstLimit(key: KeyRecord, usage: KeyUsage): Nano {
+  const period: UsageTotals = key.limitReset ? usage[key.limitReset] : usage.all;
+  return period.usage + (key.includeByokInLimit ? period.byokUsage : 0n);
+}
+
+/** Credits left under the key's cap, or null when it has none. Never below zero. */
+export function limitRemaining(key: KeyRecord, usage: KeyUsage): Nano | null {
+  if (key.limit === null) return null;
+  const left = key.limit - usageAgainstLimit(key, usage);
+  return left > 0n ? left : 0n;
+}
+
+export function accountView(a: Account) {
+  return {
+    id: a.id,
+    name: a.name,
+    type: a.type,
+    balance: creditsToJson(a.balance),
+    total_purchased: creditsToJson(a.totalPurchased),
+    total_usage: creditsToJson(a.totalUsage),
+    created_at: new Date(a.createdAt).toISOString(),
+    free_model_limits_exempt: a.freeModelLimitsExempt,
+  };
+}
+
+export function keyInfoView(k: KeyRecord, usage: KeyUsage) {
+  const remaining = limitRemaining(k, usage);
+  return {
+    hash: k.hash,
+    name: k.name,
+    label: k.label,
+    disabled: k.disabled,
+    limit: k.limit === null ? null : creditsToJson(k.limit),
+    limit_reset: k.limitReset,
+    limit_remaining: remaining === null ? null : creditsToJson(remaining),
+    include_byok_in_limit: k.includeByokInLimit,
+    usage: creditsToJson(usage.all.usage),
+    usage_daily: creditsToJson(usage.daily.usage),
+    usage_weekly: creditsToJson(usage.weekly.usage),
+    usage_monthly: creditsToJson(usage.monthly.usage),
+    byok_usage: creditsToJson(usage.all.byokUsage),
+    expires_at: isoOrNull(k.expiresAt),
+    created_at: new Date(k.createdAt).toISOString(),
+  };
+}
+
+/** The free-model daily ceiling of the account's tier: the higher one from one credit below the threshold. */
+export function freeDailyLimit(config: Config, account: Account): number {
+  const f = config.limits.free_models;
+  const threshold = creditsFromJson(f.tier_threshold) - creditsFromJson(1);
+  return account.totalPurchased >= threshold ? f.per_day_high : f.per_day_low;
+}
+
+/** Spec: is_free_tier is false when the account purchased fewer all-time credits than the threshold. */
+export function isFreeTier(config: Config, account: Account): boolean {
+  return account.totalPurchased >= creditsFromJson(config.limits.free_models.free_tier_threshold);
+}
+
+/** GET /api/v1/key: the key's limits and usage, in the shape OpenRouter's SDK parses. */
+export function keyStatusView(config: Config, k: KeyRecord, usage: KeyUsage, account: Account, freeRequestsToday: number) {
+  const info = keyInfoView(k, usage);
+  const dailyLimit = freeDailyLimit(config, account);
+  return {
+    label: k.label,
+    limit: info.limit,
+    limit_reset: k.limitReset,
+    limit_remaining: info.limit_remaining,
+    usage: info.usage,
+    usage_daily: info.usage_daily,
+    usage_weekly: info.usage_weekly,
+    usage_monthly: info.usage_monthly,
+    byok_usage: creditsToJson(usage.all.byokUsage),
+    byok_usage_daily: creditsToJson(usage.daily.byokUsage),
+    byok_usage_weekly: creditsToJson(usage.weekly.byokUsage),
+    byok_usage_monthly: creditsToJson(usage.monthly.byokUsage),
+    include_byok_in_limit: k.includeByokInLimit,
+    is_free_tier: isFreeTier(config, account),
+    free_model_daily_requests: {
+      used: freeRequestsToday,
+      limit: dailyLimit,
+      remaining: Math.max(0, dailyLimit - freeRequestsToday),
+    },
+    expires_at: info.expires_at,
+    is_management_key: false,
+    is_provisioning_key: false,
+    creator_user_id: null,
+    organization_id: null,
+    workspace_id: null,
+    allowed_data_regions: ['global'],
+    rate_limit: { requests: -1, interval: '10s', note: 'deprecated' },
+  };
+}

@@ -1,0 +1,204 @@
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/schema.js';
+import { GatewayError, invalidRequest } from '../errors.js';
+import type { KeyRecord, Ledger } from '../ledger/ledger.js';
+import type { TokenUsage } from '../ledger/pricing.js';
+import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter } from '../providers/provider.js';
+import type { Catalog } from '../routing/catalog.js';
+import { planAttempts, requestedModels } from '../routing/plan.js';
+import { route, type Routed } from '../routing/route.js';
+import { usageOf } from '../providers/usage.js';
+import type { ByokVault } from '../security/byok-vault.js';
+import { countImages, countPromptTokens, countTokens } from '../tokenizer/count-tokens.js';
+import {
+  answerText,
+  deliveredText,
+  errorChunk,
+  finishReasonOf,
+  normalizeAnswer,
+  normalizeChunk,
+  usageBody,
+  usageChunk,
+  type Served,
+} from './normalize.js';
+import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
+import { Settlement } from './settlement.js';
+
+export interface ChatServiceDeps {
+  config: Config;
+  catalog: Catalog;
+  providers: ReadonlyMap<string, ProviderAdapter>;
+  ledger: Ledger;
+  vault: ByokVault;
+  clock: Clock;
+}
+
+/** A request that a provider accepted: what served it and how it will be settled. */
+export interface Started {
+  served: Served;
+  routed: Routed;
+  request: ChatRequest;
+  settlement: Settlement;
+  startedAt: number;
+}
+
+export type StreamItem = { data: Record<string, unknown> } | { done: true };
+
+export function newGenerationId(nowMs: number): string {
+  return `gen-${Math.floor(nowMs / 1000)}-${randomBytes(10).toString('base64url')}`;
+}
+
+function upstreamBody(req: ChatRequest): ChatBody {
+  const body: ChatBody = { ...req };
+  for (const field of GATEWAY_FIELDS) delete body[field];
+  delete body.stream;
+  return body;
+}
+
+/**
+ * The chat-completions pipeline behind the HTTP route: validate, plan, route to a provider, relay
+ * the answer in the gateway's own shape and settle the request exactly once.
+ */
+export class ChatService {
+  constructor(private readonly deps: ChatServiceDeps) {}
+
+  async start(key: KeyRecord, rawBody: unknown, signal: AbortSignal): Promise<Started> {
+    const { catalog, clock, vault, providers, config } = this.deps;
+    const request = parseChatRequest(rawBody);
+    const models = requestedModels(catalog, request.model, request.models);
+    const maxTokens = requestedMaxTokens(request);
+    const primary = models[0];
+    if (maxTokens !== undefined && primary && maxTokens > primary.contextLength) {
+      throw invalidRequest(`max_tokens: ${maxTokens} exceeds the context length of ${primary.id} (${primary.contextLength} tokens)`, {
+        field: 'max_tokens',
+      });
+    }
+    const attempts = planAttempts(models, request.provider);
+    const byokKeys = await vault.keysFor(key.accountId);
+    const startedAt = clock.now();
+    const routed = await route({
+      attempts,
+      body: upstreamBody(request),
+      stream: request.stream === true,
+      providers,
+      byokKey: (p) => byokKeys.get(p),
+      platformKey: (p) => {
+        const pc = config.providers.find((x) => x.id === p);
+        return pc?.type === 'openai' ? pc.api_key : undefined;
+      },
+      signal,
+    });
+    const served: Served = {
+      id: newGenerationId(startedAt),
+      model: routed.attempt.model.id,
+      provider: routed.attempt.endpoint.provider,
+      created: Math.floor(startedAt / 1000),
+    };
+    const settlement = new Settlement(
+      this.deps.ledger,
+      {
+        id: served.id,
+        accountId: key.accountId,
+        keyHash: key.hash,
+        model: served.model,
+        provider: served.provider,
+        isByok: routed.isByok,
+        streamed: routed.answer.kind === 'stream',
+        startedAt,
+      },
+      config.limits.byok_fee,
+    );
+    return { served, routed, request, settlement, startedAt };
+  }
+
+  private countedUsage(started: Started, completionText: string): TokenUsage {
+    const messages = started.request.messages;
+    return {
+      promptTokens: countPromptTokens(messages),
+      completionTokens: countTokens(completionText),
+      images: countImages(messages),
+    };
+  }
+
+  private withImages(started: Started, usage: TokenUsage): TokenUsage {
+    return { ...usage, images: countImages(started.request.messages) };
+  }
+
+  /** The whole answer of a non-streamed request, settled. */
+  complete(started: Started): Record<string, unknown> {
+    const { routed, settlement, served } = started;
+    if (routed.answer.kind !== 'json') throw new GatewayError('internal', 'expected a whole answer');
+    const body = routed.answer.body;
+    const usage = routed.answer.usage ? this.withImages(started, routed.answer.usage) : this.countedUsage(started, answerText(body));
+    const choices = Array.isArray(body.choices) ? (body.choices as Chunk[]) : [];
+    const finish = typeof choices[0]?.finish_reason === 'string' ? (choices[0].finish_reason as string) : null;
+    const { cost } = settlement.settle({
+      usage,
+      pricing: routed.attempt.endpoint.pricing,
+      finishReason: finish,
+      cancelled: false,
+      endedAt: this.deps.clock.now(),
+    });
+    return normalizeAnswer(body, served, usageBody(usage, cost, routed.isByok, body.usage));
+  }
+
+  /**
+   * The relayed stream: chunks in the gateway's shape, then one usage chunk with the cost, then
+   * done. An upstream failure after output became the spec's error event; a client that goes away
+   * (the consumer stops, or `signal` aborts) is charged for what was delivered. Settles once.
+   */
+  async *relay(started: Started, signal: AbortSignal): AsyncGenerator<StreamItem> {
+    const { routed, settlement, served } = started;
+    if (routed.answer.kind !== 'stream') throw new GatewayError('internal', 'expected a stream');
+    let delivered = '';
+    let upstreamUsage: TokenUsage | undefined;
+    let upstreamUsageRaw: unknown;
+    let finish: string | null = null;
+    let ended = false;
+    const finalUsage = () => (upstreamUsage ? this.withImages(started, upstreamUsage) : this.countedUsage(started, delivered));
+    const settle = (cancelled: boolean) =>
+      settlement.settle({
+        usage: finalUsage(),
+        pricing: routed.attempt.endpoint.pricing,
+        finishReason: finish,
+        cancelled,
+        endedAt: this.deps.clock.now(),
+      });
+    try {
+      for await (const chunk of routed.answer.chunks) {
+        const usage = usageOf(chunk);
+        if (usage) {
+          upstreamUsage = usage;
+          upstreamUsageRaw = chunk.usage;
+        }
+        const out = normalizeChunk(chunk, served);
+        if (!out) continue;
+        delivered += deliveredText(out);
+        finish = finishReasonOf(out) ?? finish;
+        yield { data: out };
+      }
+      const { cost } = settle(false);
+      ended = true;
+      yield { data: usageChunk(served, usageBody(finalUsage(), cost, routed.isByok, upstreamUsageRaw)) };
+      yield { done: true };
+    } catch (err) {
+      if (signal.aborted) {
+        settle(true);
+        ended = true;
+        return;
+      }
+      finish = 'error';
+      settle(false);
+      ended = true;
+      const failure = err instanceof ProviderError ? err.failure : { kind: 'network' as const, message: 'the stream failed' };
+      const code = failure.kind === 'rate_limited' ? 429 : 502;
+      const metadata: Record<string, unknown> = { provider_name: served.provider };
+      if (failure.code !== undefined) metadata.provider_code = failure.code;
+      yield { data: errorChunk(served, code, `upstream stream ended with an error: ${failure.message}`, metadata) };
+    } finally {
+      // The consumer stopped early (the client went away): charge what was delivered.
+      if (!ended) settle(true);
+    }
+  }
+}

@@ -1,0 +1,145 @@
+import type { TokenUsage } from '../ledger/pricing.js';
+import { billedCompletionTokens } from '../ledger/pricing.js';
+import { creditsToJson, type Nano } from '../ledger/money.js';
+import type { Chunk } from '../providers/provider.js';
+
+/** Who served a request, as the answer reports it. */
+export interface Served {
+  id: string;
+  model: string;
+  provider: string;
+  created: number;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The answer's `usage`: billed token counts and the cost charged, as OpenRouter reports them. */
+export function usageBody(usage: TokenUsage, cost: Nano, isByok: boolean, upstream?: unknown): Obj {
+  const completion = billedCompletionTokens(usage);
+  const out: Obj = {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: completion,
+    total_tokens: usage.promptTokens + completion,
+    cost: creditsToJson(cost),
+    is_byok: isByok,
+  };
+  if (isObj(upstream)) {
+    const cached = isObj(upstream.prompt_tokens_details) ? upstream.prompt_tokens_details.cached_tokens : undefined;
+    if (typeof cached === 'number') out.prompt_tokens_details = { cached_tokens: cached };
+    const reasoning = isObj(upstream.completion_tokens_details) ? upstream.completion_tokens_details.reasoning_tokens : undefined;
+    if (typeof reasoning === 'number') out.completion_tokens_details = { reasoning_tokens: reasoning };
+  }
+  return out;
+}
+
+function normalizeChoices(choices: unknown, key: 'message' | 'delta'): Obj[] {
+  if (!Array.isArray(choices)) return [];
+  return choices.map((c, i) => {
+    const choice: Obj = isObj(c) ? { ...c } : {};
+    choice.index = typeof choice.index === 'number' ? choice.index : i;
+    if (!('finish_reason' in choice) || choice.finish_reason === undefined) choice.finish_reason = null;
+    const inner = isObj(choice[key]) ? { ...(choice[key] as Obj) } : {};
+    if (key === 'message') inner.role = 'assistant';
+    else if ('role' in inner && inner.role !== 'assistant') delete inner.role;
+    choice[key] = inner;
+    return choice;
+  });
+}
+
+/** A whole (non-streamed) upstream answer, rewritten as the gateway's own. */
+export function normalizeAnswer(body: Chunk, served: Served, usage: Obj): Obj {
+  return {
+    ...body,
+    id: served.id,
+    object: 'chat.completion',
+    created: typeof body.created === 'number' && body.created > 0 ? Math.floor(body.created) : served.created,
+    model: served.model,
+    provider: served.provider,
+    system_fingerprint: typeof body.system_fingerprint === 'string' ? body.system_fingerprint : null,
+    choices: normalizeChoices(body.choices, 'message'),
+    usage,
+  };
+}
+
+/**
+ * One upstream stream chunk as the gateway relays it, or undefined when nothing is left to relay
+ * (a usage-only chunk: the gateway sends its own usage chunk with the cost at the end).
+ */
+export function normalizeChunk(chunk: Chunk, served: Served): Obj | undefined {
+  const choices = normalizeChoices(chunk.choices, 'delta');
+  if (choices.length === 0) return undefined;
+  const out: Obj = {
+    ...chunk,
+    id: served.id,
+    object: 'chat.completion.chunk',
+    created: served.created,
+    model: served.model,
+    provider: served.provider,
+    choices,
+  };
+  delete out.usage;
+  delete out.x_groq;
+  if (typeof out.system_fingerprint !== 'string') delete out.system_fingerprint;
+  return out;
+}
+
+/** The last chunk of every stream: no choices, the usage with its cost. */
+export function usageChunk(served: Served, usage: Obj): Obj {
+  return {
+    id: served.id,
+    object: 'chat.completion.chunk',
+    created: served.created,
+    model: served.model,
+    provider: served.provider,
+    choices: [],
+    usage,
+  };
+}
+
+/** The spec's mid-stream error event (CONTRACT §6). */
+export function errorChunk(served: Served, code: number, message: string, metadata?: Obj): Obj {
+  return {
+    id: served.id,
+    object: 'chat.completion.chunk',
+    created: served.created,
+    model: served.model,
+    provider: served.provider,
+    error: metadata ? { code, message, metadata } : { code, message },
+    choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }],
+  };
+}
+
+/** Text a chunk delivered (content, reasoning, tool-call arguments), for counting when no usage came. */
+export function deliveredText(chunk: Obj): string {
+  let text = '';
+  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+  for (const c of choices) {
+    const delta = isObj(c) && isObj(c.delta) ? c.delta : undefined;
+    if (!delta) continue;
+    if (typeof delta.content === 'string') text += delta.content;
+    if (typeof delta.reasoning_content === 'string') text += delta.reasoning_content;
+    if (typeof delta.reasoning === 'string') text += delta.reasoning;
+    if (Array.isArray(delta.tool_calls)) text += JSON.stringify(delta.tool_calls);
+  }
+  return text;
+}
+
+/** The finish reason of a chunk's first choice, if it carries one. */
+export function finishReasonOf(chunk: Obj): string | undefined {
+  const first = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+  return isObj(first) && typeof first.finish_reason === 'string' ? first.finish_reason : undefined;
+}
+
+export function answerText(body: Chunk): string {
+  const choices = Array.isArray(body.choices) ? body.choices : [];
+  let text = '';
+  for (const c of choices) {
+    const m = isObj(c) && isObj(c.message) ? c.message : undefined;
+    if (!m) continue;
+    if (typeof m.content === 'string') text += m.content;
+    if (typeof m.reasoning_content === 'string') text += m.reasoning_content;
+    if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
+  }
+  return text;
+}

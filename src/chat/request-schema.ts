@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { invalidRequest } from '../errors.js';
+
+/** Largest completion-token cap accepted at all; a model's context length narrows it further. */
+export const MAX_TOKENS_CEILING = 10_000_000;
+
+const providerIds = z.array(z.string().min(1)).max(64);
+
+const tokens = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(1, 'must be at least 1')
+  .max(MAX_TOKENS_CEILING, `must be at most ${MAX_TOKENS_CEILING}`);
+
+const message = z.looseObject({
+  role: z.string({ error: 'must be a string such as "user"' }).min(1),
+});
+
+/**
+ * A chat-completions request: OpenAI's fields (passed on to the upstream as they are) plus
+ * OpenRouter's routing fields (consumed here).
+ */
+export const chatRequestSchema = z.looseObject({
+  model: z.string({ error: 'must be a string' }).min(1).optional(),
+  models: z.array(z.string().min(1), { error: 'must be an array of model ids' }).max(16).optional(),
+  messages: z.array(message, { error: 'must be an array of messages' }).min(1, 'must hold at least one message'),
+  stream: z.boolean({ error: 'must be true or false' }).optional(),
+  max_tokens: tokens.nullish(),
+  max_completion_tokens: tokens.nullish(),
+  provider: z
+    .looseObject({
+      order: providerIds.optional(),
+      only: providerIds.optional(),
+      ignore: providerIds.optional(),
+      allow_fallbacks: z.boolean().optional(),
+    })
+    .optional(),
+  plugins: z.array(z.looseObject({ id: z.string().min(1) })).max(8).optional(),
+});
+
+export type ChatRequest = z.output<typeof chatRequestSchema>;
+
+/** Fields that steer the gateway and are not sent upstream. */
+export const GATEWAY_FIELDS = ['models', 'provider', 'plugins', 'route', 'transforms', 'usage', 'stream_options'] as const;
+
+export function parseChatRequest(body: unknown): ChatRequest {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalidRequest('the request body must be a JSON object with "model" and "messages"');
+  }
+  const result = chatRequestSchema.safeParse(body);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const path = issue?.path.length ? issue.path.join('.') : 'body';
+    throw invalidRequest(`${path}: ${issue?.message ?? 'invalid value'}`, { field: path });
+  }
+  return result.data;
+}
+
+/** The completion-token cap the request set, if any. */
+export function requestedMaxTokens(req: ChatRequest): number | undefined {
+  return req.max_completion_tokens ?? req.max_tokens ?? undefined;
+}

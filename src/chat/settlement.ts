@@ -1,0 +1,73 @@
+import type { Charge, Ledger } from '../ledger/ledger.js';
+import type { Nano } from '../ledger/money.js';
+import { billedCompletionTokens, byokFee, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
+
+export interface SettlementBase {
+  id: string;
+  accountId: string;
+  keyHash: string;
+  model: string;
+  provider: string;
+  isByok: boolean;
+  streamed: boolean;
+  startedAt: number;
+}
+
+export interface SettleInput {
+  usage: TokenUsage;
+  pricing: Pricing;
+  finishReason: string | null;
+  cancelled: boolean;
+  endedAt: number;
+}
+
+export interface Settled {
+  /** Credits charged to the balance (for BYOK, the fee). */
+  cost: Nano;
+  /** The list-price cost, which a BYOK request pays its provider directly. */
+  listCost: Nano;
+}
+
+/**
+ * The one settlement of one request: whatever way it ends (success, upstream failure mid-stream,
+ * client disconnect, shutdown), it is charged once and only once.
+ */
+export class Settlement {
+  private result: Settled | undefined;
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly base: SettlementBase,
+    private readonly byokFeeFraction: number,
+  ) {}
+
+  get settled(): boolean {
+    return this.result !== undefined;
+  }
+
+  settle(input: SettleInput): Settled {
+    if (this.result) return this.result;
+    const listCost = costOf(input.usage, input.pricing);
+    const cost = this.base.isByok ? byokFee(listCost, this.byokFeeFraction) : listCost;
+    this.result = { cost, listCost };
+    const charge: Charge = {
+      id: this.base.id,
+      accountId: this.base.accountId,
+      keyHash: this.base.keyHash,
+      model: this.base.model,
+      provider: this.base.provider,
+      tokensPrompt: input.usage.promptTokens,
+      tokensCompletion: billedCompletionTokens(input.usage),
+      totalCost: cost,
+      byokUsage: this.base.isByok ? listCost : 0n,
+      isByok: this.base.isByok,
+      streamed: this.base.streamed,
+      cancelled: input.cancelled,
+      finishReason: input.finishReason,
+      createdAt: this.base.startedAt,
+      latencyMs: Math.max(0, input.endedAt - this.base.startedAt),
+    };
+    this.ledger.charge(charge);
+    return this.result;
+  }
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { bootstrapDemo } from './bootstrap-demo.js';
+import { ConfigError, loadConfig } from './config/load.js';
+import { isGatewayError } from './errors.js';
+import { startGateway, type Gateway } from './main.js';
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const json = (value: unknown) => out(JSON.stringify(value, null, 2));
+
+function fail(err: unknown): never {
+  if (err instanceof ConfigError) process.stderr.write(`tollgate: ${err.message}\n`);
+  else if (isGatewayError(err)) process.stderr.write(`tollgate: ${err.message}\n`);
+  else process.stderr.write(`tollgate: ${(err as Error)?.message ?? String(err)}\n`);
+  process.exit(isGatewayError(err) || err instanceof ConfigError ? 2 : 1);
+}
+
+/** Runs an admin verb against the ledger the config names, with the same code the admin API uses. */
+async function withGateway<T>(configFile: string | undefined, fn: (gw: Gateway) => Promise<T>): Promise<void> {
+  let gw: Gateway | undefined;
+  try {
+    const config = loadConfig(configFile);
+    gw = await startGateway({ ...config, log_level: 'error' }, { listen: false });
+    json(await fn(gw));
+  } catch (err) {
+    fail(err);
+  } finally {
+    await gw?.close();
+  }
+}
+
+const program = new Command('tollgate').description('Self-hosted inference-routing gateway with OpenRouter-style usage limits');
+
+program
+  .command('serve')
+  .description('serve the gateway (embedded defaults without --config)')
+  .option('-c, --config <file>', 'YAML config file')
+  .action(async (opts: { config?: string }) => {
+    let gw: Gateway;
+    try {
+      gw = await startGateway(loadConfig(opts.config));
+    } catch (err) {
+      fail(err);
+    }
+    out(`tollgate listening on ${gw.url}`);
+    if (!opts.config) await bootstrapDemo(gw, out);
+    else if (gw.generatedAdminToken) out(`admin token (shown once): ${gw.adminToken}`);
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      out(`${signal}: finishing running requests and settling charges`);
+      gw.close().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          process.stderr.write(`tollgate: shutdown failed: ${(err as Error).message}\n`);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  });
+
+const configOpt = ['-c, --config <file>', 'YAML config file (default: embedded)'] as const;
+
+const accounts = program.command('accounts').description('manage accounts');
+accounts
+  .command('create')
+  .requiredOption('--name <name>', 'account name')
+  .option('--type <type>', 'prepaid | enterprise | subscription | invoice', 'prepaid')
+  .option('--free-limits-exempt', 'exempt from free-model limits')
+  .option(...configOpt)
+  .action((o: { name: string; type: string; freeLimitsExempt?: boolean; config?: string }) =>
+    withGateway(o.config, (gw) => gw.admin.createAccount({ name: o.name, type: o.type, free_model_limits_exempt: o.freeLimitsExempt ?? false })),
+  );
+accounts
+  .command('show <id>')
+  .option(...configOpt)
+  .action((id: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.getAccount(id)));
+
+const credits = program.command('credits').description('add credits');
+credits
+  .command('add <account> <amount>')
+  .option('--kind <kind>', 'purchase | adjustment', 'purchase')
+  .option(...configOpt)
+  .action((account: string, amount: string, o: { kind: string; config?: string }) =>
+    withGateway(o.config, (gw) => gw.admin.addCredits(account, { amount: Number(amount), kind: o.kind })),
+  );
+
+const keys = program.command('keys').description('manage API keys');
+keys
+  .command('create <account>')
+  .option('--name <name>', 'key name')
+  .option('--limit <credits>', 'spending cap in credits')
+  .option('--limit-reset <period>', 'daily | weekly | monthly')
+  .option(...configOpt)
+  .action((account: string, o: { name?: string; limit?: string; limitReset?: string; config?: string }) =>
+    withGateway(o.config, (gw) =>
+      gw.admin.createKey(account, {
+        ...(o.name ? { name: o.name } : {}),
+        ...(o.limit ? { limit: Number(o.limit) } : {}),
+        ...(o.limitReset ? { limit_reset: o.limitReset } : {}),
+      }),
+    ),
+  );
+keys
+  .command('list <account>')
+  .option(...configOpt)
+  .action((account: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.listKeys(account)));
+for (const [verb, disabled] of [['disable', true], ['enable', false]] as const) {
+  keys
+    .command(`${verb} <hash>`)
+    .option(...configOpt)
+    .action((hash: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.patchKey(hash, { disabled })));
+}
+keys
+  .command('delete <hash>')
+  .option(...configOpt)
+  .action((hash: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.deleteKey(hash)));
+
+program
+  .command('admin-token')
+  .description('print the admin token stored on first start')
+  .option(...configOpt)
+  .action((o: { config?: string }) => withGateway(o.config, async (gw) => ({ admin_token: gw.adminToken })));
+
+program.parseAsync(process.argv).catch(fail);

@@ -1,0 +1,186 @@
+import { z } from 'zod';
+
+/** A decimal price in credits per unit, as OpenRouter lists them ("0.000001"). */
+const price = z
+  .union([z.string(), z.number()])
+  .transform((v) => String(v))
+  .refine((v) => /^\d+(\.\d{1,15})?$/.test(v), {
+    message: 'must be a non-negative decimal with at most 15 decimals, e.g. "0.000001"',
+  });
+
+const optionalString = z.string().min(1).optional();
+
+const listen = z
+  .object({
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65535).default(8080),
+    trust_proxy: z.boolean().default(false),
+    body_limit_mb: z.number().positive().max(1024).default(10),
+  })
+  .strict();
+
+const newerAccounts = z
+  .object({
+    only: z.boolean().default(false),
+    max_age_days: z.number().nonnegative().default(30),
+    min_spend: z.number().nonnegative().default(5),
+  })
+  .strict();
+
+const inFlight = z
+  .object({
+    fraction: z.number().min(0).max(1).default(0.5),
+    ceiling: z.number().nonnegative().default(50),
+    balance_threshold: z.number().nonnegative().default(100),
+    newer_accounts: newerAccounts.default({ only: false, max_age_days: 30, min_spend: 5 }),
+    settlement_window_ms: z.number().int().nonnegative().default(60000),
+    default_max_tokens: z.number().int().positive().default(4096),
+  })
+  .strict();
+
+const freeModels = z
+  .object({
+    suffix: z.string().min(1).default(':free'),
+    per_minute: z.number().int().nonnegative().default(20),
+    per_day_low: z.number().int().nonnegative().default(50),
+    per_day_high: z.number().int().nonnegative().default(1000),
+    tier_threshold: z.number().nonnegative().default(10),
+    free_tier_threshold: z.number().nonnegative().default(10),
+  })
+  .strict();
+
+const limits = z
+  .object({
+    in_flight: inFlight.default(inFlight.parse({})),
+    free_models: freeModels.default(freeModels.parse({})),
+    ddos: z
+      .object({ per_ip_per_second: z.number().int().positive().default(1000) })
+      .strict()
+      .default({ per_ip_per_second: 1000 }),
+    byok_fee: z.number().min(0).max(1).default(0.05),
+  })
+  .strict();
+
+const timeouts = z
+  .object({
+    first_byte: z.number().int().positive().default(30000),
+    idle: z.number().int().positive().default(30000),
+    total: z.number().int().positive().default(600000),
+  })
+  .strict();
+
+const openaiProvider = z
+  .object({
+    id: z.string().min(1),
+    type: z.literal('openai'),
+    base_url: z.url({ protocol: /^https?$/ }),
+    api_key: optionalString,
+    timeouts_ms: timeouts.default(timeouts.parse({})),
+    connections: z.number().int().positive().default(128),
+  })
+  .strict();
+
+const demoProvider = z
+  .object({
+    id: z.string().min(1),
+    type: z.literal('demo'),
+    /** Delay between streamed tokens. */
+    token_latency_ms: z.number().int().nonnegative().default(15),
+  })
+  .strict();
+
+const provider = z.discriminatedUnion('type', [openaiProvider, demoProvider]);
+
+const pricing = z
+  .object({
+    prompt: price.default('0'),
+    completion: price.default('0'),
+    request: price.default('0'),
+    image: price.default('0'),
+  })
+  .strict();
+
+const endpoint = z
+  .object({
+    provider: z.string().min(1),
+    model: z.string().min(1),
+    pricing: pricing.default(pricing.parse({})),
+    free_limits_exempt: z.boolean().default(false),
+  })
+  .strict();
+
+const model = z
+  .object({
+    id: z.string().min(1),
+    name: optionalString,
+    description: z.string().default(''),
+    context_length: z.number().int().positive().default(8192),
+    per_minute: z.number().int().nonnegative().optional(),
+    capacity_per_minute: z.number().int().positive().nullish(),
+    endpoints: z.array(endpoint).min(1),
+  })
+  .strict();
+
+const webPlugin = z
+  .object({
+    search_url: z.url({ protocol: /^https?$/ }),
+    price: price.default('0'),
+    max_results: z.number().int().positive().max(50).default(5),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    listen: listen.default(listen.parse({})),
+    database_url: z
+      .string()
+      .regex(/^(sqlite:|postgres(ql)?:\/\/)/, 'must start with sqlite: or postgres://')
+      .default('sqlite:./data/tollgate.db'),
+    redis_url: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+      .optional(),
+    admin_token: z.string().min(16, 'must be at least 16 characters').optional(),
+    secrets_key: z
+      .string()
+      .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
+      .optional(),
+    limits: limits.default(limits.parse({})),
+    providers: z.array(provider).min(1),
+    models: z.array(model).min(1),
+    plugins: z.object({ web: webPlugin.optional() }).strict().default({}),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const providerIds = new Set<string>();
+    cfg.providers.forEach((p, i) => {
+      if (providerIds.has(p.id)) {
+        ctx.addIssue({ code: 'custom', path: ['providers', i, 'id'], message: `duplicate provider id "${p.id}"` });
+      }
+      providerIds.add(p.id);
+    });
+    const modelIds = new Set<string>();
+    cfg.models.forEach((m, i) => {
+      if (modelIds.has(m.id)) {
+        ctx.addIssue({ code: 'custom', path: ['models', i, 'id'], message: `duplicate model id "${m.id}"` });
+      }
+      modelIds.add(m.id);
+      m.endpoints.forEach((e, j) => {
+        if (!providerIds.has(e.provider)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['models', i, 'endpoints', j, 'provider'],
+            message: `names provider "${e.provider}", which is not in providers`,
+          });
+        }
+      });
+    });
+  });
+
+export type Config = z.output<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
+export type ProviderConfig = Config['providers'][number];
+export type ModelConfig = Config['models'][number];
+export type EndpointConfig = ModelConfig['endpoints'][number];
+export type PricingConfig = EndpointConfig['pricing'];

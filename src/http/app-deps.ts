@@ -1,0 +1,23 @@
+import type { AdminService } from '../admin/admin-service.js';
+import type { ChatService } from '../chat/chat-service.js';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/schema.js';
+import type { Ledger } from '../ledger/ledger.js';
+import type { Logger } from '../observability/logger.js';
+import type { Catalog } from '../routing/catalog.js';
+import type { Inflight } from './inflight.js';
+
+/** What the HTTP layer is handed by main.ts; it builds none of it. */
+export interface AppDeps {
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+  ledger: Ledger;
+  catalog: Catalog;
+  chat: ChatService;
+  admin: AdminService;
+  adminToken: string;
+  inflight: Inflight;
+  /** Free-model requests the account made today (UTC), as the free-model limiter counts them. */
+  freeRequestsToday(accountId: string): Promise<number>;
+}

@@ -1,0 +1,53 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { GatewayError, isGatewayError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+
+export interface HttpError {
+  status: number;
+  headers: Record<string, string>;
+  body: { error: { code: number; message: string; metadata?: Record<string, unknown> } };
+}
+
+const FRAMEWORK_MESSAGES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'request body is larger than the limit (listen.body_limit_mb)',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported Content-Type: send the body as application/json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'the request body is empty: send a JSON object',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'malformed JSON in the request body',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
+};
+
+/** The one place an error becomes an HTTP answer. Never a stack trace; 5xx details go to the log. */
+export function toHttpError(err: unknown, log?: Logger): HttpError {
+  if (isGatewayError(err)) return fromGateway(err, log);
+  const fe = err as Partial<FastifyError> & { status?: number; type?: string };
+  const status = fe.statusCode ?? fe.status;
+  if (fe.code && FRAMEWORK_MESSAGES[fe.code]) {
+    return { status: status ?? 400, headers: {}, body: { error: { code: status ?? 400, message: FRAMEWORK_MESSAGES[fe.code] as string } } };
+  }
+  if (err instanceof SyntaxError || fe.type === 'entity.parse.failed') {
+    return { status: 400, headers: {}, body: { error: { code: 400, message: 'malformed JSON in the request body' } } };
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const message = typeof fe.message === 'string' && fe.message ? fe.message.replace(/^FST_\w+:\s*/, '') : 'bad request';
+    return { status, headers: {}, body: { error: { code: status, message } } };
+  }
+  log?.error({ err }, 'unexpected error');
+  return { status: 500, headers: {}, body: { error: { code: 500, message: 'internal error; the details are in the gateway log' } } };
+}
+
+function fromGateway(err: GatewayError, log?: Logger): HttpError {
+  if (err.status >= 500 && err.code === 'internal') log?.error({ err }, err.message);
+  const error: HttpError['body']['error'] = { code: err.status, message: err.message };
+  if (err.metadata) error.metadata = err.metadata;
+  return { status: err.status, headers: err.headers, body: { error } };
+}
+
+export function registerErrorHandling(app: FastifyInstance, log: Logger): void {
+  app.setErrorHandler((err, _req, reply) => {
+    const e = toHttpError(err, log);
+    void reply.code(e.status).headers(e.headers).send(e.body);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send({ error: { code: 404, message: `no route for ${req.method} ${req.url.split('?')[0]}` } });
+  });
+}

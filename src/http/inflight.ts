@@ -1,0 +1,32 @@
+/** The requests running now, so that shutdown can wait for them and, past its grace, cancel them. */
+export class Inflight {
+  private readonly running = new Set<AbortController>();
+  private idleWaiters: Array<() => void> = [];
+
+  add(controller: AbortController): void {
+    this.running.add(controller);
+  }
+
+  delete(controller: AbortController): void {
+    this.running.delete(controller);
+    if (this.running.size === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      waiters.forEach((w) => w());
+    }
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+
+  /** Resolves once nothing is running. */
+  idle(): Promise<void> {
+    if (this.running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  abortAll(): void {
+    for (const c of this.running) c.abort();
+  }
+}

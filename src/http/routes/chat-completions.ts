@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify';
+import { authenticateKey } from '../auth.js';
+import type { AppDeps } from '../app-deps.js';
+import { writeSse } from '../sse.js';
+
+/** POST /api/v1/chat/completions: OpenAI's API with OpenRouter's routing fields. */
+export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
+  const { ledger, clock, chat, inflight } = deps;
+
+  app.post('/api/v1/chat/completions', async (req, reply) => {
+    const key = await authenticateKey(req, ledger, clock);
+    const controller = new AbortController();
+    // The client went away before the answer was complete: cancel the upstream call.
+    const onClose = () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    };
+    reply.raw.once('close', onClose);
+    inflight.add(controller);
+    try {
+      const started = await chat.start(key, req.body, controller.signal);
+      const headers = { 'x-generation-id': started.served.id };
+      if (started.routed.answer.kind === 'json') {
+        return reply.headers(headers).send(chat.complete(started));
+      }
+      reply.hijack();
+      await writeSse(reply.raw, headers, chat.relay(started, controller.signal));
+      return reply;
+    } finally {
+      inflight.delete(controller);
+    }
+  });
+}

@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify';
+import { keyStatusView } from '../../admin/views.js';
+import { GatewayError, notFound } from '../../errors.js';
+import { creditsToJson } from '../../ledger/money.js';
+import { authenticateKey } from '../auth.js';
+import type { AppDeps } from '../app-deps.js';
+import { generationView, modelView } from '../views.js';
+
+/** GET /key, /credits, /models, /generation and /health. */
+export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const { ledger, clock, config, catalog } = deps;
+  const modelsCreated = Math.floor(clock.now() / 1000);
+
+  app.get('/health', async () => ({ status: 'ok' }));
+
+  app.get('/api/v1/key', async (req) => {
+    const key = await authenticateKey(req, ledger, clock);
+    const [account, usage] = await Promise.all([ledger.getAccount(key.accountId), ledger.keyUsage(key.hash, clock.now())]);
+    if (!account) throw new GatewayError('unauthorized', 'this API key belongs to no account');
+    const freeRequestsToday = await deps.freeRequestsToday(account.id);
+    return { data: keyStatusView(config, key, usage, account, freeRequestsToday) };
+  });
+
+  app.get('/api/v1/credits', async (req) => {
+    const key = await authenticateKey(req, ledger, clock);
+    const account = await ledger.getAccount(key.accountId);
+    if (!account) throw new GatewayError('unauthorized', 'this API key belongs to no account');
+    return {
+      data: {
+        total_credits: creditsToJson(account.balance + account.totalUsage),
+        total_usage: creditsToJson(account.totalUsage),
+      },
+    };
+  });
+
+  app.get('/api/v1/models', async () => {
+    const data = catalog.list().map((m) => modelView(m, modelsCreated));
+    return { data, links: { next: null }, total_count: data.length };
+  });
+
+  app.get('/api/v1/generation', async (req) => {
+    const key = await authenticateKey(req, ledger, clock);
+    const id = (req.query as Record<string, unknown>).id;
+    if (typeof id !== 'string' || !id) throw new GatewayError('invalid_request', 'id: the query parameter "id" is required');
+    const generation = await ledger.getGeneration(id);
+    if (!generation || generation.accountId !== key.accountId) throw notFound(`no generation with id "${id}"`);
+    return { data: generationView(generation) };
+  });
+}

@@ -1,0 +1,30 @@
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { StreamItem } from '../chat/chat-service.js';
+
+/**
+ * Writes a relayed stream as server-sent events, honouring backpressure. Stops (and so lets the
+ * producer settle) when the client goes away.
+ */
+export async function writeSse(raw: ServerResponse, headers: Record<string, string>, items: AsyncGenerator<StreamItem>): Promise<void> {
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    ...headers,
+  });
+  raw.write(': TOLLGATE PROCESSING\n\n');
+  try {
+    for await (const item of items) {
+      if (raw.destroyed) break;
+      const text = 'done' in item ? 'data: [DONE]\n\n' : `data: ${JSON.stringify(item.data)}\n\n`;
+      if (!raw.write(text)) {
+        await Promise.race([once(raw, 'drain'), once(raw, 'close')]);
+      }
+    }
+  } finally {
+    await items.return(undefined);
+    if (!raw.destroyed) raw.end();
+  }
+}

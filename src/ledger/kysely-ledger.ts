@@ -1,0 +1,370 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type {
+  Account,
+  AccountType,
+  Charge,
+  CreditKind,
+  Generation,
+  KeyPatch,
+  KeyRecord,
+  KeyUsage,
+  Ledger,
+  NewAccount,
+  NewKey,
+  UsageTotals,
+} from './ledger.js';
+import type { Nano } from './money.js';
+import { periodKeys, type LimitReset } from './periods.js';
+import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
+
+const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
+const num = (v: unknown): number => Number(v);
+const bool = (v: unknown): boolean => Number(v) !== 0;
+const flag = (b: boolean): number => (b ? 1 : 0);
+
+function toAccount(row: AccountsTable): Account {
+  return {
+    id: row.id,
+    name: row.name,
+    type: row.type as AccountType,
+    balance: big(row.balance),
+    totalPurchased: big(row.total_purchased),
+    totalUsage: big(row.total_usage),
+    createdAt: num(row.created_at),
+    freeModelLimitsExempt: bool(row.free_model_limits_exempt),
+  };
+}
+
+function toKey(row: ApiKeysTable): KeyRecord {
+  return {
+    hash: row.hash,
+    accountId: row.account_id,
+    name: row.name,
+    label: row.label,
+    disabled: bool(row.disabled),
+    limit: row.limit_amount === null ? null : big(row.limit_amount),
+    limitReset: (row.limit_reset as LimitReset | null) ?? null,
+    includeByokInLimit: bool(row.include_byok_in_limit),
+    expiresAt: row.expires_at === null ? null : num(row.expires_at),
+    createdAt: num(row.created_at),
+  };
+}
+
+function toGeneration(row: GenerationsTable): Generation {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    keyHash: row.key_hash,
+    model: row.model,
+    provider: row.provider,
+    tokensPrompt: num(row.tokens_prompt),
+    tokensCompletion: num(row.tokens_completion),
+    totalCost: big(row.total_cost),
+    byokUsage: big(row.byok_usage),
+    isByok: bool(row.is_byok),
+    streamed: bool(row.streamed),
+    cancelled: bool(row.cancelled),
+    finishReason: row.finish_reason,
+    createdAt: num(row.created_at),
+    latencyMs: num(row.latency_ms),
+  };
+}
+
+export interface KyselyLedgerOptions {
+  /** Called when a group commit fails; the charges stay queued and are retried. */
+  onFlushError?: (err: unknown) => void;
+  retryDelayMs?: number;
+}
+
+/**
+ * The ledger on Kysely (SQLite through better-sqlite3, or PostgreSQL). Charges are group-committed:
+ * every charge queued in one turn of the event loop is written in one transaction, so a crash can
+ * lose at most the charges of the turn in progress (and, while the database is failing, the ones
+ * queued for retry, which are kept in memory and written when it answers again).
+ */
+export class KyselyLedger implements Ledger {
+  private queue: Charge[] = [];
+  private flushing: Promise<void> | undefined;
+  private scheduled = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly options: KyselyLedgerOptions = {},
+  ) {}
+
+  async createAccount(input: NewAccount): Promise<Account> {
+    const id = `acct_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+    await this.db
+      .insertInto('accounts')
+      .values({
+        id,
+        name: input.name,
+        type: input.type,
+        balance: 0,
+        total_purchased: 0,
+        total_usage: 0,
+        created_at: input.createdAt,
+        free_model_limits_exempt: flag(input.freeModelLimitsExempt),
+      })
+      .execute();
+    return (await this.getAccount(id)) as Account;
+  }
+
+  async getAccount(id: string): Promise<Account | undefined> {
+    await this.flush();
+    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? toAccount(row) : undefined;
+  }
+
+  async addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined> {
+    await this.flush();
+    const done = await this.db.transaction().execute(async (trx) => {
+      const res = await trx
+        .updateTable('accounts')
+        .set((eb) => ({
+          balance: eb('balance', '+', amount),
+          total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
+        }))
+        .where('id', '=', accountId)
+        .executeTakeFirst();
+      if (big(res.numUpdatedRows) === 0n) return false;
+      await trx
+        .insertInto('credit_entries')
+        .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
+        .execute();
+      return true;
+    });
+    return done ? this.getAccount(accountId) : undefined;
+  }
+
+  async createKey(key: NewKey): Promise<KeyRecord> {
+    await this.db
+      .insertInto('api_keys')
+      .values({
+        hash: key.hash,
+        account_id: key.accountId,
+        name: key.name,
+        label: key.label,
+        disabled: 0,
+        limit_amount: key.limit,
+        limit_reset: key.limitReset,
+        include_byok_in_limit: flag(key.includeByokInLimit),
+        expires_at: key.expiresAt,
+        created_at: key.createdAt,
+      })
+      .execute();
+    return (await this.findKey(key.hash)) as KeyRecord;
+  }
+
+  async findKey(hash: string): Promise<KeyRecord | undefined> {
+    const row = await this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
+    return row ? toKey(row) : undefined;
+  }
+
+  async listKeys(accountId: string): Promise<KeyRecord[]> {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at')
+      .orderBy('hash')
+      .execute();
+    return rows.map(toKey);
+  }
+
+  async updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined> {
+    const set: Partial<ApiKeysTable> = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.limit !== undefined) set.limit_amount = patch.limit;
+    if (patch.limitReset !== undefined) set.limit_reset = patch.limitReset;
+    if (patch.includeByokInLimit !== undefined) set.include_byok_in_limit = flag(patch.includeByokInLimit);
+    if (patch.disabled !== undefined) set.disabled = flag(patch.disabled);
+    if (Object.keys(set).length > 0) {
+      await this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute();
+    }
+    return this.findKey(hash);
+  }
+
+  async deleteKey(hash: string): Promise<boolean> {
+    await this.flush();
+    return this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
+      const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
+      return big(res.numDeletedRows) > 0n;
+    });
+  }
+
+  async keyUsage(hash: string, at: number): Promise<KeyUsage> {
+    await this.flush();
+    const p = periodKeys(at);
+    const rows = await this.db
+      .selectFrom('key_usage')
+      .select(['period', 'usage', 'byok_usage'])
+      .where('key_hash', '=', hash)
+      .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
+      .execute();
+    const get = (period: string): UsageTotals => {
+      const row = rows.find((r) => r.period === period);
+      return row ? { usage: big(row.usage), byokUsage: big(row.byok_usage) } : { usage: 0n, byokUsage: 0n };
+    };
+    return { all: get(p.all), daily: get(p.daily), weekly: get(p.weekly), monthly: get(p.monthly) };
+  }
+
+  async putByokSecret(accountId: string, provider: string, ciphertext: string, at: number): Promise<void> {
+    await this.db
+      .insertInto('byok_secrets')
+      .values({ account_id: accountId, provider, ciphertext, created_at: at })
+      .onConflict((oc) => oc.columns(['account_id', 'provider']).doUpdateSet({ ciphertext, created_at: at }))
+      .execute();
+  }
+
+  async deleteByokSecret(accountId: string, provider: string): Promise<boolean> {
+    const res = await this.db
+      .deleteFrom('byok_secrets')
+      .where('account_id', '=', accountId)
+      .where('provider', '=', provider)
+      .executeTakeFirst();
+    return big(res.numDeletedRows) > 0n;
+  }
+
+  async byokSecrets(accountId: string): Promise<Map<string, string>> {
+    const rows = await this.db
+      .selectFrom('byok_secrets')
+      .select(['provider', 'ciphertext'])
+      .where('account_id', '=', accountId)
+      .execute();
+    return new Map(rows.map((r) => [r.provider, r.ciphertext]));
+  }
+
+  charge(charge: Charge): void {
+    this.queue.push(charge);
+    if (!this.scheduled && !this.retryTimer) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.flush().catch(() => undefined);
+      });
+    }
+  }
+
+  async flush(): Promise<void> {
+    // One group commit at a time; a caller arriving mid-commit waits for it and then for its own.
+    while (this.flushing) await this.flushing.catch(() => undefined);
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    this.flushing = this.writeBatch(batch).then(
+      () => {
+        this.flushing = undefined;
+      },
+      (err: unknown) => {
+        this.flushing = undefined;
+        this.queue = batch.concat(this.queue);
+        this.options.onFlushError?.(err);
+        this.scheduleRetry();
+        throw err;
+      },
+    );
+    return this.flushing;
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.flush().catch(() => undefined);
+    }, this.options.retryDelayMs ?? 1000);
+    this.retryTimer.unref();
+  }
+
+  private async writeBatch(batch: Charge[]): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      const accountDeltas = new Map<string, bigint>();
+      const usageDeltas = new Map<string, { hash: string; period: string; usage: bigint; byok: bigint }>();
+      for (const c of batch) {
+        if (!(await this.insertGeneration(trx, c))) continue; // already recorded: never charge twice
+        accountDeltas.set(c.accountId, (accountDeltas.get(c.accountId) ?? 0n) + c.totalCost);
+        const p = periodKeys(c.createdAt);
+        for (const period of [p.all, p.daily, p.weekly, p.monthly]) {
+          const k = `${c.keyHash}\u0000${period}`;
+          const d = usageDeltas.get(k) ?? { hash: c.keyHash, period, usage: 0n, byok: 0n };
+          d.usage += c.totalCost;
+          d.byok += c.byokUsage;
+          usageDeltas.set(k, d);
+        }
+      }
+      for (const [accountId, cost] of accountDeltas) {
+        await trx
+          .updateTable('accounts')
+          .set((eb) => ({ balance: eb('balance', '-', cost), total_usage: eb('total_usage', '+', cost) }))
+          .where('id', '=', accountId)
+          .execute();
+      }
+      for (const d of usageDeltas.values()) {
+        await trx
+          .insertInto('key_usage')
+          .values({ key_hash: d.hash, period: d.period, usage: d.usage, byok_usage: d.byok })
+          .onConflict((oc) =>
+            oc.columns(['key_hash', 'period']).doUpdateSet((eb) => ({
+              usage: eb('key_usage.usage', '+', d.usage),
+              byok_usage: eb('key_usage.byok_usage', '+', d.byok),
+            })),
+          )
+          .execute();
+      }
+    });
+  }
+
+  private async insertGeneration(trx: Transaction<Database>, c: Charge): Promise<boolean> {
+    const res = await trx
+      .insertInto('generations')
+      .values({
+        id: c.id,
+        account_id: c.accountId,
+        key_hash: c.keyHash,
+        model: c.model,
+        provider: c.provider,
+        tokens_prompt: c.tokensPrompt,
+        tokens_completion: c.tokensCompletion,
+        total_cost: c.totalCost,
+        byok_usage: c.byokUsage,
+        is_byok: flag(c.isByok),
+        streamed: flag(c.streamed),
+        cancelled: flag(c.cancelled),
+        finish_reason: c.finishReason,
+        created_at: c.createdAt,
+        latency_ms: c.latencyMs,
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .executeTakeFirst();
+    return big(res.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  async getGeneration(id: string): Promise<Generation | undefined> {
+    await this.flush();
+    const row = await this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? toGeneration(row) : undefined;
+  }
+
+  async getSetting(name: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst();
+    return row?.value;
+  }
+
+  async setSetting(name: string, value: string): Promise<void> {
+    await this.db
+      .insertInto('settings')
+      .values({ name, value })
+      .onConflict((oc) => oc.column('name').doUpdateSet({ value }))
+      .execute();
+  }
+
+  async close(): Promise<void> {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    await this.flush();
+    await this.db.destroy();
+  }
+}

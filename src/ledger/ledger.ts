@@ -1,0 +1,119 @@
+import type { Nano } from './money.js';
+import type { LimitReset } from './periods.js';
+
+/**
+ * The ledger: accounts, credit entries, API keys, BYOK secrets and generations. The SQL database is
+ * the authority for money. Implementations sit beside this file; core code imports only this one.
+ */
+export type AccountType = 'prepaid' | 'enterprise' | 'subscription' | 'invoice';
+export const accountTypes: readonly AccountType[] = ['prepaid', 'enterprise', 'subscription', 'invoice'];
+export type CreditKind = 'purchase' | 'adjustment';
+
+export interface Account {
+  id: string;
+  name: string;
+  type: AccountType;
+  balance: Nano;
+  totalPurchased: Nano;
+  totalUsage: Nano;
+  createdAt: number;
+  freeModelLimitsExempt: boolean;
+}
+
+export interface NewAccount {
+  name: string;
+  type: AccountType;
+  createdAt: number;
+  freeModelLimitsExempt: boolean;
+}
+
+export interface KeyRecord {
+  hash: string;
+  accountId: string;
+  name: string;
+  label: string;
+  disabled: boolean;
+  limit: Nano | null;
+  limitReset: LimitReset | null;
+  includeByokInLimit: boolean;
+  expiresAt: number | null;
+  createdAt: number;
+}
+
+export interface NewKey {
+  hash: string;
+  accountId: string;
+  name: string;
+  label: string;
+  limit: Nano | null;
+  limitReset: LimitReset | null;
+  includeByokInLimit: boolean;
+  expiresAt: number | null;
+  createdAt: number;
+}
+
+export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'disabled'>>;
+
+/** Credits charged and BYOK list-price usage of one key, per period. */
+export interface UsageTotals {
+  usage: Nano;
+  byokUsage: Nano;
+}
+export interface KeyUsage {
+  all: UsageTotals;
+  daily: UsageTotals;
+  weekly: UsageTotals;
+  monthly: UsageTotals;
+}
+
+export interface Generation {
+  id: string;
+  accountId: string;
+  keyHash: string;
+  model: string;
+  provider: string;
+  tokensPrompt: number;
+  tokensCompletion: number;
+  /** Credits charged to the balance (for BYOK, the fee). */
+  totalCost: Nano;
+  /** List-price cost of a BYOK request, paid to the provider with the caller's key; 0 otherwise. */
+  byokUsage: Nano;
+  isByok: boolean;
+  streamed: boolean;
+  cancelled: boolean;
+  finishReason: string | null;
+  createdAt: number;
+  latencyMs: number;
+}
+
+/** One request's charge: moves the balance, the key's usage and records the generation, atomically. */
+export type Charge = Generation;
+
+export interface Ledger {
+  createAccount(input: NewAccount): Promise<Account>;
+  getAccount(id: string): Promise<Account | undefined>;
+  /** Adds a credit entry and moves the balance (and total_purchased for purchases). */
+  addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined>;
+
+  createKey(key: NewKey): Promise<KeyRecord>;
+  findKey(hash: string): Promise<KeyRecord | undefined>;
+  listKeys(accountId: string): Promise<KeyRecord[]>;
+  updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined>;
+  deleteKey(hash: string): Promise<boolean>;
+  keyUsage(hash: string, at: number): Promise<KeyUsage>;
+
+  putByokSecret(accountId: string, provider: string, ciphertext: string, at: number): Promise<void>;
+  deleteByokSecret(accountId: string, provider: string): Promise<boolean>;
+  byokSecrets(accountId: string): Promise<Map<string, string>>;
+
+  /** Queues a charge; it is written in the next group commit. Never throws for a duplicate id. */
+  charge(charge: Charge): void;
+  /** Writes every queued charge. Reads that must see them call it first. */
+  flush(): Promise<void>;
+  getGeneration(id: string): Promise<Generation | undefined>;
+
+  getSetting(name: string): Promise<string | undefined>;
+  setSetting(name: string, value: string): Promise<void>;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,95 @@
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { Database } from './schema.js';
+
+/** Migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL. */
+const migrations: Record<string, Migration> = {
+  '0001_initial': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('accounts')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('balance', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('total_purchased', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('total_usage', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('free_model_limits_exempt', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .createTable('credit_entries')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('amount', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('credit_entries_account').on('credit_entries').column('account_id').execute();
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('hash', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('label', 'text', (c) => c.notNull())
+        .addColumn('disabled', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('limit_amount', 'bigint')
+        .addColumn('limit_reset', 'text')
+        .addColumn('include_byok_in_limit', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('expires_at', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('api_keys_account').on('api_keys').column('account_id').execute();
+      await db.schema
+        .createTable('key_usage')
+        .addColumn('key_hash', 'text', (c) => c.notNull())
+        .addColumn('period', 'text', (c) => c.notNull())
+        .addColumn('usage', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('byok_usage', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addPrimaryKeyConstraint('key_usage_pk', ['key_hash', 'period'])
+        .execute();
+      await db.schema
+        .createTable('byok_secrets')
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('ciphertext', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('byok_secrets_pk', ['account_id', 'provider'])
+        .execute();
+      await db.schema
+        .createTable('generations')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull())
+        .addColumn('key_hash', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('tokens_prompt', 'integer', (c) => c.notNull())
+        .addColumn('tokens_completion', 'integer', (c) => c.notNull())
+        .addColumn('total_cost', 'bigint', (c) => c.notNull())
+        .addColumn('byok_usage', 'bigint', (c) => c.notNull())
+        .addColumn('is_byok', 'integer', (c) => c.notNull())
+        .addColumn('streamed', 'integer', (c) => c.notNull())
+        .addColumn('cancelled', 'integer', (c) => c.notNull())
+        .addColumn('finish_reason', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('latency_ms', 'integer', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('generations_account').on('generations').column('account_id').execute();
+      await db.schema
+        .createTable('settings')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  const migrator = new Migrator({ db, provider, migrationTableName: 'tollgate_migrations', migrationLockTableName: 'tollgate_migrations_lock' });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? String(error)}`);
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Money is exact: amounts are integer nanocredits (1e-9 credit) held in bigint, prices are integer
+ * femtocredits (1e-15 credit) per unit. No binary float ever carries an amount.
+ */
+export type Nano = bigint;
+/** Price per unit (token, request, image) in femtocredits. */
+export type Femto = bigint;
+
+export const NANO_DECIMALS = 9;
+export const FEMTO_DECIMALS = 15;
+const NANO_PER_CREDIT = 10n ** 9n;
+const FEMTO_PER_NANO = 10n ** 6n;
+
+const DECIMAL = /^(-)?(\d+)(?:\.(\d+))?$/;
+
+export class MoneyFormatError extends Error {
+  override readonly name = 'MoneyFormatError';
+}
+
+/** Parses a decimal string exactly into integer units with `decimals` places; rejects finer input. */
+export function parseDecimal(text: string, decimals: number): bigint {
+  const m = DECIMAL.exec(text.trim());
+  if (!m) throw new MoneyFormatError(`"${text}" is not a decimal number`);
+  const [, sign, whole, frac = ''] = m;
+  if (frac.length > decimals) {
+    throw new MoneyFormatError(`"${text}" has more than ${decimals} decimals`);
+  }
+  const units = BigInt(whole as string) * 10n ** BigInt(decimals) + BigInt(frac.padEnd(decimals, '0') || '0');
+  return sign ? -units : units;
+}
+
+/**
+ * A JSON number as received (already a double) to nanocredits. The double's shortest decimal form is
+ * what the client wrote for any amount of at most 15 significant digits, so it is parsed from that.
+ */
+export function creditsFromJson(value: number): Nano {
+  if (!Number.isFinite(value)) throw new MoneyFormatError('amount must be a finite number');
+  let text = String(value);
+  if (/e/i.test(text)) text = value.toFixed(20).replace(/\.?0+$/, '');
+  return parseDecimal(text, NANO_DECIMALS);
+}
+
+export function creditsFromString(text: string): Nano {
+  return parseDecimal(text, NANO_DECIMALS);
+}
+
+export function priceFromString(text: string): Femto {
+  return parseDecimal(text, FEMTO_DECIMALS);
+}
+
+export function formatUnits(units: bigint, decimals: number): string {
+  const negative = units < 0n;
+  const abs = negative ? -units : units;
+  const scale = 10n ** BigInt(decimals);
+  const whole = abs / scale;
+  const frac = (abs % scale).toString().padStart(decimals, '0').replace(/0+$/, '');
+  return `${negative ? '-' : ''}${whole}${frac ? `.${frac}` : ''}`;
+}
+
+/** Exact decimal text of an amount, e.g. 1500n → "0.0000015". */
+export function formatCredits(amount: Nano): string {
+  return formatUnits(amount, NANO_DECIMALS);
+}
+
+export function formatPrice(price: Femto): string {
+  return formatUnits(price, FEMTO_DECIMALS);
+}
+
+/**
+ * An amount as a JSON number for API answers. Every amount with at most 15 significant digits
+ * (anything below a million credits at full precision) prints exactly; the ledger itself stays exact.
+ */
+export function creditsToJson(amount: Nano): number {
+  return Number(formatCredits(amount));
+}
+
+/** Femtocredits to nanocredits, rounding up: a charge never undercounts a fraction of a nanocredit. */
+export function femtoToNanoCeil(femto: bigint): Nano {
+  if (femto <= 0n) return femto / FEMTO_PER_NANO;
+  return (femto + FEMTO_PER_NANO - 1n) / FEMTO_PER_NANO;
+}
+
+
+export const ZERO: Nano = 0n;
+export { NANO_PER_CREDIT };

@@ -1,0 +1,81 @@
+/** Table shapes as Kysely sees them. Money columns are BIGINT nanocredits; times are epoch ms. */
+type Int = number | bigint | string;
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  type: string;
+  balance: Int;
+  total_purchased: Int;
+  total_usage: Int;
+  created_at: Int;
+  free_model_limits_exempt: Int;
+}
+
+export interface CreditEntriesTable {
+  id: string;
+  account_id: string;
+  kind: string;
+  amount: Int;
+  created_at: Int;
+}
+
+export interface ApiKeysTable {
+  hash: string;
+  account_id: string;
+  name: string;
+  label: string;
+  disabled: Int;
+  limit_amount: Int | null;
+  limit_reset: string | null;
+  include_byok_in_limit: Int;
+  expires_at: Int | null;
+  created_at: Int;
+}
+
+export interface KeyUsageTable {
+  key_hash: string;
+  period: string;
+  usage: Int;
+  byok_usage: Int;
+}
+
+export interface ByokSecretsTable {
+  account_id: string;
+  provider: string;
+  ciphertext: string;
+  created_at: Int;
+}
+
+export interface GenerationsTable {
+  id: string;
+  account_id: string;
+  key_hash: string;
+  model: string;
+  provider: string;
+  tokens_prompt: Int;
+  tokens_completion: Int;
+  total_cost: Int;
+  byok_usage: Int;
+  is_byok: Int;
+  streamed: Int;
+  cancelled: Int;
+  finish_reason: string | null;
+  created_at: Int;
+  latency_ms: Int;
+}
+
+export interface SettingsTable {
+  name: string;
+  value: string;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  credit_entries: CreditEntriesTable;
+  api_keys: ApiKeysTable;
+  key_usage: KeyUsageTable;
+  byok_secrets: ByokSecretsTable;
+  generations: GenerationsTable;
+  settings: SettingsTable;
+}

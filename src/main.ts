@@ -1,0 +1,131 @@
+import type { FastifyInstance } from 'fastify';
+import { AdminService } from './admin/admin-service.js';
+import { ChatService } from './chat/chat-service.js';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config/schema.js';
+import { buildApp } from './http/app.js';
+import { Inflight } from './http/inflight.js';
+import { openDatabase } from './ledger/database.js';
+import { KyselyLedger } from './ledger/kysely-ledger.js';
+import type { Ledger } from './ledger/ledger.js';
+import { migrateToLatest } from './ledger/migrations.js';
+import { createLogger, type Logger } from './observability/logger.js';
+import { DemoProvider } from './providers/demo/demo-provider.js';
+import { OpenAiProvider } from './providers/openai/openai-provider.js';
+import type { ProviderAdapter } from './providers/provider.js';
+import { Catalog } from './routing/catalog.js';
+import { generateAdminToken } from './security/api-key.js';
+import { ByokVault } from './security/byok-vault.js';
+import { SecretBox } from './security/secret-box.js';
+
+export interface GatewayOptions {
+  clock?: Clock;
+  logger?: Logger;
+  /** Listen on config.listen (true, the default) or only build the app (false, for in-process tests). */
+  listen?: boolean;
+  /** How long shutdown waits for running requests before it cancels (and settles) them. */
+  shutdownGraceMs?: number;
+}
+
+export interface Gateway {
+  app: FastifyInstance;
+  config: Config;
+  ledger: Ledger;
+  admin: AdminService;
+  adminToken: string;
+  /** Set when the admin token was generated on this start (first start without admin_token). */
+  generatedAdminToken: boolean;
+  url: string | undefined;
+  close(): Promise<void>;
+}
+
+async function settingOrCreate(ledger: Ledger, name: string, make: () => string): Promise<{ value: string; created: boolean }> {
+  const stored = await ledger.getSetting(name);
+  if (stored) return { value: stored, created: false };
+  const value = make();
+  await ledger.setSetting(name, value);
+  return { value, created: true };
+}
+
+function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapter> {
+  const providers = new Map<string, ProviderAdapter>();
+  for (const p of config.providers) {
+    if (p.type === 'demo') {
+      providers.set(p.id, new DemoProvider({ id: p.id, tokenLatencyMs: p.token_latency_ms, clock }));
+    } else {
+      const timeouts = { firstByte: p.timeouts_ms.first_byte, idle: p.timeouts_ms.idle, total: p.timeouts_ms.total };
+      const pool = OpenAiProvider.poolFor(p.base_url, p.connections, timeouts);
+      providers.set(p.id, new OpenAiProvider({ id: p.id, baseUrl: p.base_url, timeouts, clock, pool }));
+    }
+  }
+  return providers;
+}
+
+/** The composition root: reads nothing itself, builds every concrete piece from config, starts. */
+export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger(config.log_level);
+  const db = openDatabase(config.database_url);
+  await migrateToLatest(db);
+  const ledger = new KyselyLedger(db, {
+    onFlushError: (err) => logger.error({ err }, 'ledger write failed; charges kept in memory and retried'),
+  });
+
+  const adminToken = config.admin_token
+    ? { value: config.admin_token, created: false }
+    : await settingOrCreate(ledger, 'admin_token', generateAdminToken);
+  const secretsKey = config.secrets_key
+    ? { value: config.secrets_key, created: false }
+    : await settingOrCreate(ledger, 'secrets_key', SecretBox.generateKey);
+  if (!config.secrets_key) {
+    logger.warn('secrets_key is not set: BYOK provider keys are encrypted with a key kept in the database; set secrets_key to keep them apart');
+  }
+
+  const providers = buildProviders(config, clock);
+  const catalog = new Catalog(config);
+  const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
+  const admin = new AdminService(ledger, vault, clock, config);
+  const chat = new ChatService({ config, catalog, providers, ledger, vault, clock });
+  const inflight = new Inflight();
+  const app = buildApp({
+    config,
+    clock,
+    logger,
+    ledger,
+    catalog,
+    chat,
+    admin,
+    adminToken: adminToken.value,
+    inflight,
+    freeRequestsToday: async () => 0,
+  });
+
+  let url: string | undefined;
+  if (options.listen !== false) {
+    await app.listen({ host: config.listen.host, port: config.listen.port });
+    const addr = app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : config.listen.port;
+    url = `http://${config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host}:${port}`;
+  } else {
+    await app.ready();
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      // Stop accepting; let running requests finish, and past the grace cancel them (they settle).
+      const grace = setTimeout(() => inflight.abortAll(), options.shutdownGraceMs ?? 10_000);
+      try {
+        await app.close();
+        await inflight.idle();
+      } finally {
+        clearTimeout(grace);
+        await ledger.close();
+        await Promise.all([...providers.values()].map((p) => p.close().catch(() => undefined)));
+      }
+    })();
+    return closing;
+  };
+
+  return { app, config, ledger, admin, adminToken: adminToken.value, generatedAdminToken: adminToken.created, url, close };
+}

@@ -1,0 +1,29 @@
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+/** Paths that may carry a secret; pino replaces them before a line is written. */
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'authorization',
+  'api_key',
+  'apiKey',
+  '*.api_key',
+  '*.apiKey',
+  'admin_token',
+  'secrets_key',
+  'key',
+  '*.key',
+  'redis_url',
+  'database_url',
+];
+
+/** Masks credentials in a URL (redis://user:secret@host → redis://user:***@host). */
+export function maskUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]*):([^@]*)@/, '//$1:***@');
+}
+
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino({ level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
+}
+
+export type { Logger };

@@ -1,0 +1,179 @@
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { Clock } from '../../clock.js';
+import { usageOf } from '../usage.js';
+import {
+  ProviderError,
+  type ChatAnswer,
+  type ChatCall,
+  type Chunk,
+  type ProviderAdapter,
+  type ProviderFailure,
+} from '../provider.js';
+import { retryAfterMs } from './retry-after.js';
+import { describeUpstreamError } from './upstream-error.js';
+
+export interface OpenAiProviderOptions {
+  id: string;
+  baseUrl: string;
+  timeouts: { firstByte: number; idle: number; total: number };
+  clock: Clock;
+  /** The pool comes in from main.ts; the adapter never builds its own client. */
+  pool: Dispatcher;
+}
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+async function readText(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+  let text = '';
+  for await (const chunk of body) {
+    text += (chunk as Buffer).toString('utf8');
+    if (text.length > limit) {
+      body.destroy();
+      break;
+    }
+  }
+  return text;
+}
+
+function failureFromError(err: unknown, callerAborted: boolean): ProviderFailure {
+  if (callerAborted) return { kind: 'network', message: 'request aborted' };
+  if (err instanceof undiciErrors.HeadersTimeoutError) return { kind: 'timeout', message: 'upstream sent no response in time (first byte)' };
+  if (err instanceof undiciErrors.BodyTimeoutError) return { kind: 'timeout', message: 'upstream stalled (idle timeout)' };
+  if (err instanceof undiciErrors.ConnectTimeoutError) return { kind: 'timeout', message: 'upstream connection timed out' };
+  if ((err as Error | undefined)?.name === 'TimeoutError' || (err as Error | undefined)?.name === 'AbortError') {
+    return { kind: 'timeout', message: 'upstream exceeded the total timeout' };
+  }
+  const code = (err as { code?: string } | undefined)?.code;
+  return { kind: 'network', message: `upstream unreachable${code ? ` (${code})` : ''}` };
+}
+
+/** An OpenAI-compatible chat-completions upstream (OpenAI, Groq, vLLM, llama.cpp, Ollama, …). */
+export class OpenAiProvider implements ProviderAdapter {
+  readonly id: string;
+  private readonly path: string;
+
+  constructor(private readonly options: OpenAiProviderOptions) {
+    this.id = options.id;
+    const url = new URL(options.baseUrl);
+    this.path = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+  }
+
+  static poolFor(baseUrl: string, connections: number, timeouts: { firstByte: number; idle: number }): Pool {
+    return new Pool(new URL(baseUrl).origin, {
+      connections,
+      keepAliveTimeout: 30_000,
+      headersTimeout: timeouts.firstByte,
+      bodyTimeout: timeouts.idle,
+    });
+  }
+
+  async chat(call: ChatCall): Promise<ChatAnswer> {
+    const { timeouts, clock } = this.options;
+    const signal = AbortSignal.any([call.signal, AbortSignal.timeout(timeouts.total)]);
+    const body = call.stream ? { ...call.body, stream: true, stream_options: { include_usage: true } } : { ...call.body, stream: false };
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: call.stream ? 'text/event-stream' : 'application/json' };
+    if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
+
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.options.pool.request({
+        method: 'POST',
+        path: this.path,
+        headers,
+        body: JSON.stringify(body),
+        signal,
+        headersTimeout: timeouts.firstByte,
+        bodyTimeout: timeouts.idle,
+      });
+    } catch (err) {
+      throw new ProviderError(failureFromError(err, call.signal.aborted));
+    }
+
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '');
+      const wait = retryAfterMs(res.headers, clock.now());
+      const failure: ProviderFailure = {
+        kind: res.statusCode === 429 ? 'rate_limited' : 'http',
+        status: res.statusCode,
+        ...describeUpstreamError(res.statusCode, text),
+      };
+      if (wait !== undefined) failure.retryAfterMs = wait;
+      throw new ProviderError(failure);
+    }
+
+    const contentType = String(res.headers['content-type'] ?? '');
+    if (call.stream && contentType.includes('text/event-stream')) {
+      return { kind: 'stream', chunks: this.readStream(res.body, call.signal) };
+    }
+    let parsed: unknown;
+    try {
+      parsed = await res.body.json();
+    } catch (err) {
+      throw new ProviderError(
+        err instanceof SyntaxError ? { kind: 'invalid_response', message: 'upstream answer is not JSON' } : failureFromError(err, call.signal.aborted),
+      );
+    }
+    if (!parsed || typeof parsed !== 'object' || !Array.isArray((parsed as Chunk).choices)) {
+      throw new ProviderError({ kind: 'invalid_response', message: 'upstream answer has no choices' });
+    }
+    const answer = parsed as Chunk;
+    if (call.stream) {
+      // The upstream ignored stream: true; replay its answer as one chunk stream.
+      return { kind: 'stream', chunks: singleChunkStream(answer) };
+    }
+    return { kind: 'json', body: answer, usage: usageOf(answer) };
+  }
+
+  private async *readStream(body: Dispatcher.ResponseData['body'], callerSignal: AbortSignal): AsyncGenerator<Chunk> {
+    const pending: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: (e) => pending.push(e) });
+    const decoder = new TextDecoder();
+    try {
+      for await (const buf of body) {
+        parser.feed(decoder.decode(buf as Buffer, { stream: true }));
+        while (pending.length > 0) {
+          const event = pending.shift() as EventSourceMessage;
+          const data = event.data.trim();
+          if (data === '[DONE]') return;
+          if (!data) continue;
+          let chunk: Chunk;
+          try {
+            chunk = JSON.parse(data) as Chunk;
+          } catch {
+            throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not JSON' });
+          }
+          if (chunk.error && typeof chunk.error === 'object') {
+            const e = chunk.error as Record<string, unknown>;
+            const code = e.code ?? e.type;
+            const rateLimited = code === 429 || code === '429' || code === 'rate_limit_exceeded' || e.type === 'rate_limit_error';
+            throw new ProviderError({
+              kind: rateLimited ? 'rate_limited' : 'http',
+              message: typeof e.message === 'string' ? e.message.slice(0, 300) : 'upstream reported an error mid-stream',
+              ...(code === undefined ? {} : { code: String(code) }),
+            });
+          }
+          yield chunk;
+        }
+      }
+    } catch (err) {
+      if (err instanceof ProviderError) throw err;
+      throw new ProviderError(failureFromError(err, callerSignal.aborted));
+    } finally {
+      if (!body.destroyed) body.destroy();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.options.pool.close();
+  }
+}
+
+async function* singleChunkStream(answer: Chunk): AsyncGenerator<Chunk> {
+  const choices = (answer.choices as Array<Record<string, unknown>>).map((c) => ({
+    index: c.index ?? 0,
+    delta: c.message ?? {},
+    finish_reason: c.finish_reason ?? null,
+  }));
+  yield { ...answer, object: 'chat.completion.chunk', choices };
+}

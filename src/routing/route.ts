@@ -1,0 +1,118 @@
+import { GatewayError } from '../errors.js';
+import {
+  ProviderError,
+  type ChatAnswer,
+  type ChatBody,
+  type Chunk,
+  type ProviderAdapter,
+  type ProviderFailure,
+} from '../providers/provider.js';
+import type { Attempt } from './plan.js';
+
+export interface AttemptFailure {
+  attempt: Attempt;
+  failure: ProviderFailure;
+}
+
+export interface Routed {
+  attempt: Attempt;
+  answer: ChatAnswer;
+  isByok: boolean;
+  failures: AttemptFailure[];
+}
+
+export interface RouteInput {
+  attempts: Attempt[];
+  /** The client's body, without the gateway's own fields. */
+  body: ChatBody;
+  stream: boolean;
+  providers: ReadonlyMap<string, ProviderAdapter>;
+  /** The account's own key for a provider, when it stored one. */
+  byokKey(provider: string): string | undefined;
+  /** The provider's configured key. */
+  platformKey(provider: string): string | undefined;
+  signal: AbortSignal;
+}
+
+/** Pulls the first chunk so a stream that fails before any output can still fall back. */
+async function primeStream(chunks: AsyncIterable<Chunk>): Promise<AsyncIterable<Chunk>> {
+  const it = chunks[Symbol.asyncIterator]();
+  const first = await it.next();
+  return {
+    [Symbol.asyncIterator]() {
+      let pending: IteratorResult<Chunk> | undefined = first;
+      return {
+        next: () => {
+          if (pending) {
+            const r = pending;
+            pending = undefined;
+            return Promise.resolve(r);
+          }
+          return it.next();
+        },
+        return: (value?: unknown) => it.return?.(value) ?? Promise.resolve({ done: true as const, value: undefined }),
+      };
+    },
+  };
+}
+
+/**
+ * Tries the attempts in order until one answers. A failure before any output reaches the client
+ * moves on to the next attempt; when all fail, the error says why (429 when any upstream rate
+ * limited the request, 502 otherwise).
+ */
+export async function route(input: RouteInput): Promise<Routed> {
+  const failures: AttemptFailure[] = [];
+  for (const attempt of input.attempts) {
+    if (input.signal.aborted) break;
+    const provider = input.providers.get(attempt.endpoint.provider);
+    if (!provider) continue;
+    const byok = input.byokKey(attempt.endpoint.provider);
+    try {
+      const answer = await provider.chat({
+        body: { ...input.body, model: attempt.endpoint.upstreamModel },
+        stream: input.stream,
+        apiKey: byok ?? input.platformKey(attempt.endpoint.provider),
+        signal: input.signal,
+      });
+      if (answer.kind === 'stream') {
+        return { attempt, answer: { kind: 'stream', chunks: await primeStream(answer.chunks) }, isByok: byok !== undefined, failures };
+      }
+      return { attempt, answer, isByok: byok !== undefined, failures };
+    } catch (err) {
+      if (!(err instanceof ProviderError)) throw err;
+      failures.push({ attempt, failure: err.failure });
+    }
+  }
+  throw exhausted(failures, input.signal.aborted);
+}
+
+function exhausted(failures: AttemptFailure[], aborted: boolean): GatewayError {
+  if (aborted) return new GatewayError('upstream_failed', 'the request was cancelled by the client');
+  const last = failures[failures.length - 1];
+  const providerName = last?.attempt.endpoint.provider;
+  const limited = failures.filter((f) => f.failure.kind === 'rate_limited');
+  if (limited.length > 0) {
+    const first = limited[0] as AttemptFailure;
+    const metadata: Record<string, unknown> = {
+      provider_name: first.attempt.endpoint.provider,
+      raw: first.failure.message,
+    };
+    if (first.failure.code !== undefined) metadata.provider_code = first.failure.code;
+    const headers: Record<string, string> = {};
+    const hints = failures.map((f) => f.failure.retryAfterMs);
+    if (hints.every((h) => h !== undefined)) {
+      headers['retry-after'] = String(Math.max(1, Math.ceil(Math.min(...(hints as number[])) / 1000)));
+    }
+    return new GatewayError('upstream_rate_limited', `every provider for this request is rate limited or at capacity (${first.attempt.endpoint.provider}: ${first.failure.message}); retry with backoff`, {
+      metadata,
+      headers,
+    });
+  }
+  const metadata: Record<string, unknown> = {
+    provider_name: providerName ?? null,
+    attempts: failures.map((f) => ({ provider: f.attempt.endpoint.provider, model: f.attempt.model.id, reason: f.failure.message, ...(f.failure.status ? { status: f.failure.status } : {}) })),
+  };
+  const detail = last ? `${last.attempt.endpoint.provider}: ${last.failure.message}` : 'no provider is available';
+  return new GatewayError('upstream_failed', `every provider failed for this request (${detail})`, { metadata });
+}

@@ -1,0 +1,28 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const API_KEY_PREFIX = 'sk-tg-v1-';
+
+/** A new API key; it is shown once and stored only as its hash. */
+export function generateApiKey(): string {
+  return API_KEY_PREFIX + randomBytes(32).toString('hex');
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** The masked form shown in listings, e.g. "sk-tg-v1-3f2...a91". */
+export function labelOf(key: string): string {
+  return `${key.slice(0, API_KEY_PREFIX.length + 3)}...${key.slice(-3)}`;
+}
+
+export function generateAdminToken(): string {
+  return `tg-admin-${randomBytes(24).toString('hex')}`;
+}
+
+/** Constant-time comparison of a presented secret with the expected one. */
+export function secretsEqual(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
