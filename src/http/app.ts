@@ -15,6 +15,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   });
+  // Any body is read as JSON, whatever Content-Type it came with (curl -d sends a form type).
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
   registerErrorHandling(app, deps.logger);
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { StreamItem } from '../chat/chat-service.js';
 
@@ -20,11 +19,24 @@ export async function writeSse(raw: ServerResponse, headers: Record<string, stri
       if (raw.destroyed) break;
       const text = 'done' in item ? 'data: [DONE]\n\n' : `data: ${JSON.stringify(item.data)}\n\n`;
       if (!raw.write(text)) {
-        await Promise.race([once(raw, 'drain'), once(raw, 'close')]);
+        await drainedOrClosed(raw);
       }
     }
   } finally {
     await items.return(undefined);
     if (!raw.destroyed) raw.end();
   }
+}
+
+/** Resolves when the socket can take more, or is gone; leaves no listener behind. */
+function drainedOrClosed(raw: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
 }

@@ -1,0 +1,145 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+/** One scripted answer of the fake upstream. */
+export type Script =
+  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'text'; status: number; body: string; headers?: Record<string, string> }
+  | {
+      kind: 'sse';
+      /** Each entry is sent as `data: <entry>\n\n`. */
+      events: string[];
+      /** Send `data: [DONE]` at the end (default true). */
+      done?: boolean;
+      /** Stop after this many events and destroy the connection (a failure mid-stream). */
+      destroyAfter?: number;
+      /** Stop after this many events and wait for `release()` before sending the rest. */
+      holdAfter?: number;
+    }
+  | { kind: 'hang' }
+  | { kind: 'destroy' };
+
+export interface Received {
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: Record<string, unknown>;
+}
+
+const fixturesDir = fileURLToPath(new URL('../fixtures/upstream/', import.meta.url));
+
+/** A recorded provider answer from test/fixtures/upstream. */
+export function fixture(name: string): string {
+  return readFileSync(`${fixturesDir}${name}`, 'utf8');
+}
+
+export function fixtureJson(name: string): unknown {
+  return JSON.parse(fixture(name));
+}
+
+export function fixtureChunks(name: string): string[] {
+  return fixture(name)
+    .split('\n')
+    .filter((l) => l.trim().length > 0);
+}
+
+/**
+ * A provider on loopback that answers from a script: each request takes the next script (the last
+ * one repeats). It records what it received, so tests can assert on what the gateway sent.
+ */
+export class ScriptedUpstream {
+  readonly received: Received[] = [];
+  private scripts: Script[] = [];
+  private server: Server | undefined;
+  private holds: Array<() => void> = [];
+  private held: Array<() => void> = [];
+  private readonly sockets = new Set<import('node:net').Socket>();
+
+  script(...scripts: Script[]): this {
+    this.scripts = scripts;
+    return this;
+  }
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server.on('connection', (s) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    const { port } = this.server.address() as AddressInfo;
+    return `http://127.0.0.1:${port}/v1`;
+  }
+
+  /** Resolves once a held stream reached its hold point. */
+  waitHeld(): Promise<void> {
+    return new Promise((resolve) => this.held.push(resolve));
+  }
+
+  /** Lets every held stream go on. */
+  release(): void {
+    const holds = this.holds;
+    this.holds = [];
+    holds.forEach((h) => h());
+  }
+
+  private next(): Script {
+    const s = this.scripts.length > 1 ? this.scripts.shift() : this.scripts[0];
+    if (!s) throw new Error('ScriptedUpstream: no script');
+    return s;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let raw = '';
+    for await (const c of req) raw += c;
+    let body: Record<string, unknown> = {};
+    try {
+      body = JSON.parse(raw) as Record<string, unknown>;
+    } catch {
+      // leave empty
+    }
+    this.received.push({ path: req.url ?? '', headers: req.headers, body });
+    const s = this.next();
+    switch (s.kind) {
+      case 'json':
+        res.writeHead(s.status ?? 200, { 'content-type': 'application/json', ...s.headers });
+        res.end(JSON.stringify(s.body));
+        return;
+      case 'text':
+        res.writeHead(s.status, { 'content-type': 'text/plain', ...s.headers });
+        res.end(s.body);
+        return;
+      case 'hang':
+        return;
+      case 'destroy':
+        req.socket.destroy();
+        return;
+      case 'sse': {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (let i = 0; i < s.events.length; i++) {
+          if (s.destroyAfter !== undefined && i === s.destroyAfter) {
+            res.destroy();
+            return;
+          }
+          if (s.holdAfter !== undefined && i === s.holdAfter) {
+            await new Promise<void>((resolve) => {
+              this.holds.push(resolve);
+              this.held.splice(0).forEach((h) => h());
+            });
+          }
+          if (res.destroyed) return;
+          res.write(`data: ${s.events[i]}\n\n`);
+        }
+        if (s.done !== false) res.write('data: [DONE]\n\n');
+        res.end();
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.release();
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}

@@ -1,0 +1,146 @@
+import fc from 'fast-check';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/ledger/database.js';
+import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
+import type { Charge } from '../src/ledger/ledger.js';
+import { migrateToLatest } from '../src/ledger/migrations.js';
+import { creditsFromString, formatCredits } from '../src/ledger/money.js';
+import { databaseTargets } from './helpers/database.js';
+
+const T0 = Date.UTC(2026, 10, 18, 10); // Wednesday 18 Nov 2026
+
+let seq = 0;
+function charge(accountId: string, keyHash: string, cost: bigint, at = T0, extra: Partial<Charge> = {}): Charge {
+  seq += 1;
+  return {
+    id: `gen-test-${seq}`,
+    accountId,
+    keyHash,
+    model: 'm',
+    provider: 'p',
+    tokensPrompt: 1,
+    tokensCompletion: 1,
+    totalCost: cost,
+    byokUsage: 0n,
+    isByok: false,
+    streamed: false,
+    cancelled: false,
+    finishReason: 'stop',
+    createdAt: at,
+    latencyMs: 5,
+    ...extra,
+  };
+}
+
+// One suite, run over every ledger backend (SQLite always, PostgreSQL when DATABASE_URL is set).
+for (const target of databaseTargets) {
+  describe(`ledger on ${target.name}`, () => {
+    let ledger: KyselyLedger;
+    let drop: () => Promise<void>;
+    let db: ReturnType<typeof openDatabase>;
+
+    beforeAll(async () => {
+      const created = await target.create();
+      drop = created.drop;
+      db = openDatabase(created.url);
+      await migrateToLatest(db);
+      await migrateToLatest(db); // idempotent
+      ledger = new KyselyLedger(db);
+    });
+    afterAll(async () => {
+      await ledger.close();
+      await drop();
+    });
+
+    const newAccount = () => ledger.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
+    const newKey = (accountId: string, hash: string) =>
+      ledger.createKey({ hash, accountId, name: 'k', label: 'sk-tg-v1-abc...xyz', limit: null, limitReset: null, includeByokInLimit: false, expiresAt: null, createdAt: T0 });
+
+    it('keeps amounts beyond a double\'s precision exact', async () => {
+      const a = await newAccount();
+      const big = creditsFromString('999999999.123456789');
+      await ledger.addCredits(a.id, big, 'purchase', T0);
+      await ledger.addCredits(a.id, creditsFromString('-0.000000001'), 'adjustment', T0);
+      const got = await ledger.getAccount(a.id);
+      expect(formatCredits(got?.balance ?? 0n)).toBe('999999999.123456788');
+      expect(formatCredits(got?.totalPurchased ?? 0n)).toBe('999999999.123456789');
+    });
+
+    it('charges each generation once, however often it is queued', async () => {
+      const a = await newAccount();
+      await ledger.addCredits(a.id, creditsFromString('1'), 'purchase', T0);
+      await newKey(a.id, `h-once-${target.name}`);
+      const c = charge(a.id, `h-once-${target.name}`, 1234n);
+      ledger.charge(c);
+      ledger.charge(c);
+      await ledger.flush();
+      ledger.charge(c);
+      await ledger.flush();
+      const got = await ledger.getAccount(a.id);
+      expect(got?.totalUsage).toBe(1234n);
+      expect(got?.balance).toBe(1_000_000_000n - 1234n);
+    });
+
+    it('splits key usage into UTC day, Monday week and calendar month', async () => {
+      const a = await newAccount();
+      const hash = `h-periods-${target.name}`;
+      await newKey(a.id, hash);
+      const day = 86_400_000;
+      ledger.charge(charge(a.id, hash, 100n, T0)); // Wed 18 Nov
+      ledger.charge(charge(a.id, hash, 10n, T0 - 2 * day)); // Mon 16 Nov: same week, same month
+      ledger.charge(charge(a.id, hash, 1n, T0 - 3 * day)); // Sun 15 Nov: previous week
+      ledger.charge(charge(a.id, hash, 1000n, Date.UTC(2026, 9, 31, 23, 59))); // 31 Oct: previous month
+      ledger.charge(charge(a.id, hash, 7n, T0, { isByok: true, byokUsage: 140n }));
+      const u = await ledger.keyUsage(hash, T0);
+      expect(u.daily).toEqual({ usage: 107n, byokUsage: 140n });
+      expect(u.weekly).toEqual({ usage: 117n, byokUsage: 140n });
+      expect(u.monthly).toEqual({ usage: 118n, byokUsage: 140n });
+      expect(u.all).toEqual({ usage: 1118n, byokUsage: 140n });
+      // The next UTC day starts a new daily period.
+      expect((await ledger.keyUsage(hash, Date.UTC(2026, 10, 19, 0, 0))).daily.usage).toBe(0n);
+    });
+
+    it('balance equals credits minus charges to the last nanocredit over thousands of small charges', async () => {
+      const a = await newAccount();
+      const hash = `h-many-${target.name}`;
+      await newKey(a.id, hash);
+      await ledger.addCredits(a.id, creditsFromString('3'), 'purchase', T0);
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.bigInt({ min: 1n, max: 5_000n }), { minLength: 1, maxLength: 300 }), async (costs) => {
+          const before = (await ledger.getAccount(a.id))!;
+          costs.forEach((c) => ledger.charge(charge(a.id, hash, c)));
+          const after = (await ledger.getAccount(a.id))!;
+          const sum = costs.reduce((x, y) => x + y, 0n);
+          expect(before.balance - after.balance).toBe(sum);
+          expect(after.totalUsage - before.totalUsage).toBe(sum);
+        }),
+        { numRuns: 15 },
+      );
+      const acct = (await ledger.getAccount(a.id))!;
+      const rows = await db.selectFrom('generations').select(sql<string>`sum(total_cost)`.as('s')).where('account_id', '=', a.id).executeTakeFirst();
+      expect(acct.balance).toBe(3_000_000_000n - BigInt(String(rows?.s)));
+      expect(acct.totalUsage).toBe(BigInt(String(rows?.s)));
+    });
+
+    it('keeps charges queued while the database fails, and writes them once when it answers again', async () => {
+      const a = await newAccount();
+      const hash = `h-retry-${target.name}`;
+      await newKey(a.id, hash);
+      const errors: unknown[] = [];
+      const flaky = new KyselyLedger(db, { onFlushError: (e) => errors.push(e), retryDelayMs: 60_000 });
+      await sql`ALTER TABLE generations RENAME TO generations_off`.execute(db);
+      flaky.charge(charge(a.id, hash, 5n));
+      flaky.charge(charge(a.id, hash, 7n));
+      await expect(flaky.flush()).rejects.toBeDefined();
+      expect(errors.length).toBe(1);
+      await sql`ALTER TABLE generations_off RENAME TO generations`.execute(db);
+      // Nothing was half-written by the failed batch.
+      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(0n);
+      await flaky.flush();
+      await flaky.flush();
+      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(12n);
+      expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(12n);
+    });
+  });
+}
