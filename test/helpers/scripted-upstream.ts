@@ -129,7 +129,8 @@ export class ScriptedUpstream {
             });
           }
           if (res.destroyed) return;
-          res.write(`data: ${s.events[i]}\n\n`);
+          // Each event reaches the socket before the next step of the script.
+          await new Promise<void>((resolve) => res.write(`data: ${s.events[i]}\n\n`, () => resolve()));
         }
         if (s.done !== false) res.write('data: [DONE]\n\n');
         res.end();

@@ -1,0 +1,126 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSse } from './helpers/sse.js';
+
+const run = promisify(execFile);
+const CLI = join(process.cwd(), 'dist', 'cli.js');
+const ADMIN = 'cli-admin-token-0123456789abcdef';
+
+function writeConfig(dir: string, extra = ''): string {
+  const file = join(dir, 'tollgate.yaml');
+  writeFileSync(
+    file,
+    `listen: { host: 127.0.0.1, port: 0 }
+database_url: sqlite:${join(dir, 'ledger.db')}
+admin_token: \${CLI_TEST_ADMIN}
+providers:
+  - { id: demo, type: demo, token_latency_ms: 40 }
+models:
+  - id: demo/echo
+    endpoints:
+      - { provider: demo, model: echo, pricing: { prompt: "0.000001", completion: "0.000002" } }
+${extra}`,
+  );
+  return file;
+}
+
+const env = { ...process.env, CLI_TEST_ADMIN: ADMIN };
+async function cli(...args: string[]): Promise<any> {
+  const { stdout } = await run(process.execPath, [CLI, ...args], { env });
+  return JSON.parse(stdout);
+}
+
+/** Starts `tollgate serve` and resolves with its base URL once it prints that it listens. */
+function serve(config: string): Promise<{ proc: ChildProcess; base: string; output: () => string }> {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--config', config], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(out);
+      if (m) resolve({ proc, base: m[1] as string, output: () => out });
+    });
+    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    proc.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
+  });
+}
+
+describe('the tollgate command', () => {
+  let dir: string;
+  let config: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
+    config = writeConfig(dir);
+  });
+
+  it('refuses a bad config, naming the key and what is wrong', async () => {
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'listen: { port: "eighty" }\nlimits: { in_flight: { fraction: 2 } }\n');
+    const err = await run(process.execPath, [CLI, 'serve', '--config', bad], { env }).catch((e: { code: number; stderr: string }) => e);
+    expect((err as { code: number }).code).toBe(2);
+    expect((err as { stderr: string }).stderr).toMatch(/listen\.port: .*number/);
+    expect((err as { stderr: string }).stderr).toMatch(/limits\.in_flight\.fraction: /);
+    expect((err as { stderr: string }).stderr).not.toMatch(/\s+at .*\.js:\d+/);
+  });
+
+  let accountId: string;
+  let key: string;
+
+  it('admin verbs create an account, credits and a key in the ledger the config names', async () => {
+    const account = await cli('accounts', 'create', '--name', 'cli', '--config', config);
+    accountId = account.id;
+    const credited = await cli('credits', 'add', accountId, '2.5', '--config', config);
+    expect(credited).toMatchObject({ balance: 2.5, total_purchased: 2.5 });
+    const created = await cli('keys', 'create', accountId, '--name', 'k1', '--limit', '1', '--limit-reset', 'weekly', '--config', config);
+    key = created.key;
+    expect(created.data).toMatchObject({ name: 'k1', limit: 1, limit_reset: 'weekly' });
+    const listed = await cli('keys', 'list', accountId, '--config', config);
+    expect(listed).toHaveLength(1);
+    const disabled = await cli('keys', 'disable', created.data.hash, '--config', config);
+    expect(disabled.disabled).toBe(true);
+    expect((await cli('keys', 'enable', created.data.hash, '--config', config)).disabled).toBe(false);
+    const err = await run(process.execPath, [CLI, 'credits', 'add', accountId, '0.0000000001', '--config', config], { env }).catch((e: { stderr: string }) => e);
+    expect((err as { stderr: string }).stderr).toMatch(/amount: must have at most 9 decimals/);
+  });
+
+  describe('serve', () => {
+    let server: Awaited<ReturnType<typeof serve>>;
+    beforeAll(async () => {
+      server = await serve(config);
+    });
+    afterAll(() => {
+      if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
+    });
+
+    it('answers /health and serves the key made by the CLI', async () => {
+      expect(await (await fetch(`${server.base}/health`)).json()).toEqual({ status: 'ok' });
+      const res = await fetch(`${server.base}/api/v1/key`, { headers: { authorization: `Bearer ${key}` } });
+      expect(res.status).toBe(200);
+    });
+
+    it('on SIGTERM lets a running stream finish, settles its charge and exits 0', async () => {
+      const res = await fetch(`${server.base}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'demo/echo', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.status).toBe(200);
+      const exited = new Promise<number | null>((resolve) => server.proc.on('exit', (code) => resolve(code)));
+      server.proc.kill('SIGTERM');
+      const events = await readSse(res);
+      expect(events.at(-1)).toBe('[DONE]');
+      const cost = (events.at(-2) as { usage: { cost: number } }).usage.cost;
+      expect(cost).toBeGreaterThan(0);
+      expect(await exited).toBe(0);
+      const account = await cli('accounts', 'show', accountId, '--config', config);
+      expect(account.total_usage).toBe(cost);
+      expect(server.output()).not.toContain(ADMIN);
+      expect(server.output()).not.toContain(key);
+    });
+  });
+});
