@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { Agent } from 'undici';
+import { Admission } from './admission/admission.js';
 import { AdminService } from './admin/admin-service.js';
 import { ChatService } from './chat/chat-service.js';
 import { systemClock, type Clock } from './clock.js';
@@ -9,7 +11,9 @@ import { openDatabase } from './ledger/database.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
 import type { Ledger } from './ledger/ledger.js';
 import { migrateToLatest } from './ledger/migrations.js';
+import { MemoryHoldStore } from './limits/memory-hold-store.js';
 import { createLogger, type Logger } from './observability/logger.js';
+import { WebSearch } from './plugins/web-search.js';
 import { DemoProvider } from './providers/demo/demo-provider.js';
 import { OpenAiProvider } from './providers/openai/openai-provider.js';
 import type { ProviderAdapter } from './providers/provider.js';
@@ -61,6 +65,15 @@ function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapt
   return providers;
 }
 
+/**
+ * How long a running request's hold may outlive it when its process dies: the longest a provider call
+ * may take, plus the settlement window.
+ */
+function runningHoldTtl(config: Config): number {
+  const longest = Math.max(600_000, ...config.providers.map((p) => (p.type === 'openai' ? p.timeouts_ms.total : 0)));
+  return longest + config.limits.in_flight.settlement_window_ms;
+}
+
 /** The composition root: reads nothing itself, builds every concrete piece from config, starts. */
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   const clock = options.clock ?? systemClock;
@@ -85,7 +98,14 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
   const admin = new AdminService(ledger, vault, clock, config);
-  const chat = new ChatService({ config, catalog, providers, ledger, vault, clock });
+  const holds = new MemoryHoldStore();
+  const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: runningHoldTtl(config) });
+  const searchAgent = config.plugins.web ? new Agent({ keepAliveTimeout: 30_000 }) : undefined;
+  const webSearch =
+    config.plugins.web && searchAgent
+      ? new WebSearch({ searchUrl: config.plugins.web.search_url, maxResults: config.plugins.web.max_results, timeoutMs: 10_000, dispatcher: searchAgent })
+      : undefined;
+  const chat = new ChatService({ config, catalog, providers, ledger, vault, clock, admission, webSearch, logger });
   const inflight = new Inflight();
   const app = buildApp({
     config,
@@ -121,6 +141,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       } finally {
         clearTimeout(grace);
         await ledger.close();
+        await holds.close();
+        await searchAgent?.close();
         await Promise.all([...providers.values()].map((p) => p.close().catch(() => undefined)));
       }
     })();

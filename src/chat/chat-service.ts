@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import type { Admission } from '../admission/admission.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { GatewayError, invalidRequest } from '../errors.js';
 import type { KeyRecord, Ledger } from '../ledger/ledger.js';
+import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js';
 import type { TokenUsage } from '../ledger/pricing.js';
+import type { Logger } from '../observability/logger.js';
+import { withSearchResults, type WebSearch } from '../plugins/web-search.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter } from '../providers/provider.js';
 import type { Catalog } from '../routing/catalog.js';
 import { planAttempts, requestedModels } from '../routing/plan.js';
@@ -32,6 +36,9 @@ export interface ChatServiceDeps {
   ledger: Ledger;
   vault: ByokVault;
   clock: Clock;
+  admission: Admission;
+  webSearch: WebSearch | undefined;
+  logger: Logger;
 }
 
 /** A request that a provider accepted: what served it and how it will be settled. */
@@ -39,7 +46,11 @@ export interface Started {
   served: Served;
   routed: Routed;
   request: ChatRequest;
+  /** The messages as sent upstream (with plugin results). */
+  messages: readonly unknown[];
   settlement: Settlement;
+  /** Plugin charges the request incurred. */
+  extras: Nano;
   startedAt: number;
 }
 
@@ -49,22 +60,33 @@ export function newGenerationId(nowMs: number): string {
   return `gen-${Math.floor(nowMs / 1000)}-${randomBytes(10).toString('base64url')}`;
 }
 
-function upstreamBody(req: ChatRequest): ChatBody {
-  const body: ChatBody = { ...req };
+function upstreamBody(req: ChatRequest, messages: readonly unknown[]): ChatBody {
+  const body: ChatBody = { ...req, messages };
   for (const field of GATEWAY_FIELDS) delete body[field];
   delete body.stream;
   return body;
 }
 
 /**
- * The chat-completions pipeline behind the HTTP route: validate, plan, route to a provider, relay
- * the answer in the gateway's own shape and settle the request exactly once.
+ * The chat-completions pipeline behind the HTTP route: validate, plan, admit (402s before any
+ * provider is called), route to a provider, relay the answer in the gateway's own shape and settle
+ * the request exactly once.
  */
 export class ChatService {
   constructor(private readonly deps: ChatServiceDeps) {}
 
+  private usesWebPlugin(request: ChatRequest): boolean {
+    let web = false;
+    for (const plugin of request.plugins ?? []) {
+      if (plugin.id !== 'web') throw invalidRequest(`plugins: unknown plugin "${plugin.id}" (this gateway offers "web")`, { field: 'plugins' });
+      if (!this.deps.webSearch) throw invalidRequest('plugins: the "web" plugin is not configured on this gateway (plugins.web)', { field: 'plugins' });
+      web = true;
+    }
+    return web;
+  }
+
   async start(key: KeyRecord, rawBody: unknown, signal: AbortSignal): Promise<Started> {
-    const { catalog, clock, vault, providers, config } = this.deps;
+    const { catalog, clock, vault, providers, config, ledger, admission } = this.deps;
     const request = parseChatRequest(rawBody);
     const models = requestedModels(catalog, request.model, request.models);
     const maxTokens = requestedMaxTokens(request);
@@ -75,28 +97,66 @@ export class ChatService {
       });
     }
     const attempts = planAttempts(models, request.provider);
+    const web = this.usesWebPlugin(request);
+    const webPrice = web ? priceFromString(config.plugins.web?.price ?? '0') : 0n;
+
+    const account = await ledger.getAccount(key.accountId);
+    if (!account) throw new GatewayError('unauthorized', 'this API key belongs to no account');
+    admission.checkBalanceNotNegative(account);
+
     const byokKeys = await vault.keysFor(key.accountId);
-    const startedAt = clock.now();
-    const routed = await route({
+    const id = newGenerationId(clock.now());
+    const ticket = await admission.admit({
+      id,
+      key,
+      account,
       attempts,
-      body: upstreamBody(request),
-      stream: request.stream === true,
-      providers,
-      byokKey: (p) => byokKeys.get(p),
-      platformKey: (p) => {
-        const pc = config.providers.find((x) => x.id === p);
-        return pc?.type === 'openai' ? pc.api_key : undefined;
-      },
-      signal,
+      messages: request.messages,
+      maxTokens,
+      byokProviders: new Set(byokKeys.keys()),
+      byokFeeFraction: config.limits.byok_fee,
+      pluginCharges: webPrice,
+      kind: { free: models.every((m) => m.isFree), paidPlugin: webPrice > 0n },
     });
+
+    let routed: Routed;
+    let messages: readonly unknown[] = request.messages;
+    let extras = 0n;
+    const startedAt = clock.now();
+    try {
+      if (web && this.deps.webSearch) {
+        try {
+          messages = withSearchResults(request.messages, await this.deps.webSearch.search(request.messages, signal));
+          extras = femtoToNanoCeil(webPrice);
+        } catch (err) {
+          // The answer goes on without results, and the plugin is not charged.
+          this.deps.logger.warn({ err: (err as Error).message }, 'web search failed; answering without results');
+        }
+      }
+      routed = await route({
+        attempts,
+        body: upstreamBody(request, messages),
+        stream: request.stream === true,
+        providers,
+        byokKey: (p) => byokKeys.get(p),
+        platformKey: (p) => {
+          const pc = config.providers.find((x) => x.id === p);
+          return pc?.type === 'openai' ? pc.api_key : undefined;
+        },
+        signal,
+      });
+    } catch (err) {
+      await ticket.settle(0n, Promise.resolve());
+      throw err;
+    }
     const served: Served = {
-      id: newGenerationId(startedAt),
+      id,
       model: routed.attempt.model.id,
       provider: routed.attempt.endpoint.provider,
       created: Math.floor(startedAt / 1000),
     };
     const settlement = new Settlement(
-      this.deps.ledger,
+      ledger,
       {
         id: served.id,
         accountId: key.accountId,
@@ -108,12 +168,14 @@ export class ChatService {
         startedAt,
       },
       config.limits.byok_fee,
+      ticket,
+      (err) => this.deps.logger.error({ err }, 'settling holds failed'),
     );
-    return { served, routed, request, settlement, startedAt };
+    return { served, routed, request, messages, settlement, extras, startedAt };
   }
 
   private countedUsage(started: Started, completionText: string): TokenUsage {
-    const messages = started.request.messages;
+    const messages = started.messages;
     return {
       promptTokens: countPromptTokens(messages),
       completionTokens: countTokens(completionText),
@@ -122,7 +184,7 @@ export class ChatService {
   }
 
   private withImages(started: Started, usage: TokenUsage): TokenUsage {
-    return { ...usage, images: countImages(started.request.messages) };
+    return { ...usage, images: countImages(started.messages) };
   }
 
   /** The whole answer of a non-streamed request, settled. */
@@ -136,6 +198,7 @@ export class ChatService {
     const { cost } = settlement.settle({
       usage,
       pricing: routed.attempt.endpoint.pricing,
+      extras: started.extras,
       finishReason: finish,
       cancelled: false,
       endedAt: this.deps.clock.now(),
@@ -161,6 +224,7 @@ export class ChatService {
       settlement.settle({
         usage: finalUsage(),
         pricing: routed.attempt.endpoint.pricing,
+        extras: started.extras,
         finishReason: finish,
         cancelled,
         endedAt: this.deps.clock.now(),

@@ -1,3 +1,4 @@
+import type { Ticket } from '../admission/ticket.js';
 import type { Charge, Ledger } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
 import { billedCompletionTokens, byokFee, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
@@ -16,21 +17,23 @@ export interface SettlementBase {
 export interface SettleInput {
   usage: TokenUsage;
   pricing: Pricing;
+  /** Paid plugin charges the request incurred. */
+  extras: Nano;
   finishReason: string | null;
   cancelled: boolean;
   endedAt: number;
 }
 
 export interface Settled {
-  /** Credits charged to the balance (for BYOK, the fee). */
+  /** Credits charged to the balance (for BYOK, the fee plus plugin charges). */
   cost: Nano;
-  /** The list-price cost, which a BYOK request pays its provider directly. */
+  /** The list-price token cost, which a BYOK request pays its provider directly. */
   listCost: Nano;
 }
 
 /**
  * The one settlement of one request: whatever way it ends (success, upstream failure mid-stream,
- * client disconnect, shutdown), it is charged once and only once.
+ * client disconnect, shutdown), it is charged once and only once, and its holds are settled.
  */
 export class Settlement {
   private result: Settled | undefined;
@@ -39,6 +42,8 @@ export class Settlement {
     private readonly ledger: Ledger,
     private readonly base: SettlementBase,
     private readonly byokFeeFraction: number,
+    private readonly ticket: Ticket,
+    private readonly onError: (err: unknown) => void,
   ) {}
 
   get settled(): boolean {
@@ -48,7 +53,7 @@ export class Settlement {
   settle(input: SettleInput): Settled {
     if (this.result) return this.result;
     const listCost = costOf(input.usage, input.pricing);
-    const cost = this.base.isByok ? byokFee(listCost, this.byokFeeFraction) : listCost;
+    const cost = (this.base.isByok ? byokFee(listCost, this.byokFeeFraction) : listCost) + input.extras;
     this.result = { cost, listCost };
     const charge: Charge = {
       id: this.base.id,
@@ -67,7 +72,14 @@ export class Settlement {
       createdAt: this.base.startedAt,
       latencyMs: Math.max(0, input.endedAt - this.base.startedAt),
     };
-    this.ledger.charge(charge);
+    this.ticket.settle(cost, this.ledger.charge(charge)).catch(this.onError);
     return this.result;
+  }
+
+  /** Ends a request that delivered nothing: no charge; its holds are released. */
+  settleNothing(): void {
+    if (this.result) return;
+    this.result = { cost: 0n, listCost: 0n };
+    this.ticket.settle(0n, Promise.resolve()).catch(this.onError);
   }
 }

@@ -71,6 +71,11 @@ function toGeneration(row: GenerationsTable): Generation {
   };
 }
 
+interface Queued {
+  charge: Charge;
+  durable: () => void;
+}
+
 export interface KyselyLedgerOptions {
   /** Called when a group commit fails; the charges stay queued and are retried. */
   onFlushError?: (err: unknown) => void;
@@ -84,7 +89,7 @@ export interface KyselyLedgerOptions {
  * queued for retry, which are kept in memory and written when it answers again).
  */
 export class KyselyLedger implements Ledger {
-  private queue: Charge[] = [];
+  private queue: Queued[] = [];
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -238,8 +243,8 @@ export class KyselyLedger implements Ledger {
     return new Map(rows.map((r) => [r.provider, r.ciphertext]));
   }
 
-  charge(charge: Charge): void {
-    this.queue.push(charge);
+  charge(charge: Charge): Promise<void> {
+    const written = new Promise<void>((durable) => this.queue.push({ charge, durable }));
     if (!this.scheduled && !this.retryTimer) {
       this.scheduled = true;
       setImmediate(() => {
@@ -247,6 +252,7 @@ export class KyselyLedger implements Ledger {
         this.flush().catch(() => undefined);
       });
     }
+    return written;
   }
 
   async flush(): Promise<void> {
@@ -255,9 +261,10 @@ export class KyselyLedger implements Ledger {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
-    this.flushing = this.writeBatch(batch).then(
+    this.flushing = this.writeBatch(batch.map((q) => q.charge)).then(
       () => {
         this.flushing = undefined;
+        batch.forEach((q) => q.durable());
       },
       (err: unknown) => {
         this.flushing = undefined;

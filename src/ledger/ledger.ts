@@ -106,8 +106,11 @@ export interface Ledger {
   deleteByokSecret(accountId: string, provider: string): Promise<boolean>;
   byokSecrets(accountId: string): Promise<Map<string, string>>;
 
-  /** Queues a charge; it is written in the next group commit. Never throws for a duplicate id. */
-  charge(charge: Charge): void;
+  /**
+   * Queues a charge for the next group commit; resolves once it is durable. A charge whose id is
+   * already recorded is not applied again.
+   */
+  charge(charge: Charge): Promise<void>;
   /** Writes every queued charge. Reads that must see them call it first. */
   flush(): Promise<void>;
   getGeneration(id: string): Promise<Generation | undefined>;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Started } from '../../chat/chat-service.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
 import { writeSse } from '../sse.js';
@@ -16,8 +17,9 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     };
     reply.raw.once('close', onClose);
     inflight.add(controller);
+    let started: Started | undefined;
     try {
-      const started = await chat.start(key, req.body, controller.signal);
+      started = await chat.start(key, req.body, controller.signal);
       const headers = { 'x-generation-id': started.served.id };
       if (started.routed.answer.kind === 'json') {
         return reply.headers(headers).send(chat.complete(started));
@@ -26,6 +28,8 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       await writeSse(reply.raw, headers, chat.relay(started, controller.signal));
       return reply;
     } finally {
+      // Every path settles; one that ended before any output (the client gone first) releases its holds.
+      if (started && !started.settlement.settled) started.settlement.settleNothing();
       inflight.delete(controller);
     }
   });

@@ -1,0 +1,128 @@
+import type { Clock } from '../clock.js';
+import { GatewayError } from '../errors.js';
+import type { Config } from '../config/schema.js';
+import type { Account, KeyRecord, Ledger } from '../ledger/ledger.js';
+import { usageAgainstLimit } from '../ledger/key-limit.js';
+import type { Nano } from '../ledger/money.js';
+import { periodEnd } from '../ledger/periods.js';
+import type { HoldStore, HoldView } from '../limits/hold-store.js';
+import { inFlightApplies, inFlightBudget, inFlightRules, type InFlightRules, type RequestKind } from './applicability.js';
+import { balanceCannotCover, inFlightBudgetExhausted, keyLimitReached, negativeBalance, weightExceedsBudget } from './credit-errors.js';
+import { estimate, type Estimate, type EstimateInput } from './estimate.js';
+import { Ticket } from './ticket.js';
+
+export interface AdmissionRequest extends Omit<EstimateInput, 'completionTokens'> {
+  id: string;
+  key: KeyRecord;
+  account: Account;
+  /** The request's completion-token cap, if it set one. */
+  maxTokens: number | undefined;
+  kind: RequestKind;
+}
+
+export const scopes = {
+  budget: (accountId: string) => `budget:${accountId}`,
+  balance: (accountId: string) => `running:acct:${accountId}`,
+  key: (hash: string) => `running:key:${hash}`,
+};
+
+/** Whole seconds until enough held or settling cost is released for `need` to fit (at least 1). */
+export function retryAfterSeconds(holds: readonly HoldView[], need: Nano, now: number, windowMs: number): number {
+  let freed = 0n;
+  let wait = windowMs;
+  for (const h of [...holds].filter((x) => x.settling).sort((a, b) => a.until - b.until)) {
+    freed += h.amount;
+    if (freed >= need) {
+      wait = h.until - now;
+      break;
+    }
+  }
+  return Math.max(1, Math.ceil(wait / 1000));
+}
+
+/**
+ * Credit admission, decided before any provider is called (spec, Errors / 402): a negative balance,
+ * the key's limit, a balance that cannot cover the estimate, then the in-flight budget. An admitted
+ * request holds its estimate and gets a Ticket that settles it.
+ */
+export class Admission {
+  private readonly rules: InFlightRules;
+
+  constructor(
+    private readonly deps: { holds: HoldStore; ledger: Ledger; clock: Clock; config: Config; runningHoldTtlMs: number },
+  ) {
+    this.rules = inFlightRules(deps.config);
+  }
+
+  /** Refuses a prepaid account whose balance is negative, free models included. */
+  checkBalanceNotNegative(account: Account): void {
+    if (account.type === 'prepaid' && account.balance < 0n) throw negativeBalance(account.balance);
+  }
+
+  async admit(req: AdmissionRequest): Promise<Ticket> {
+    const input: EstimateInput = { ...req, completionTokens: req.maxTokens ?? this.rules.defaultMaxTokens };
+    const bound = estimate(input, false);
+    try {
+      return await this.tryAdmit(req, bound);
+    } catch (err) {
+      // The byte bound overestimates; before refusing, count the prompt with the real tokenizer.
+      if (!(err instanceof GatewayError) || err.status !== 402) throw err;
+      return this.tryAdmit(req, estimate(input, true));
+    }
+  }
+
+  private async tryAdmit(req: AdmissionRequest, est: Estimate): Promise<Ticket> {
+    const { holds, ledger, clock } = this.deps;
+    const now = clock.now();
+    const until = now + this.deps.runningHoldTtlMs;
+    const { key, account, id } = req;
+    const taken: string[] = [];
+    const undo = () => Promise.all(taken.map((s) => holds.release(s, id)));
+    try {
+      const keyAmount = key.includeByokInLimit ? est.keyWithByok : est.credits;
+      if (key.limit !== null && keyAmount > 0n) {
+        const used = usageAgainstLimit(key, await ledger.keyUsage(key.hash, now));
+        const left = key.limit > used ? key.limit - used : 0n;
+        const r = await holds.acquire(scopes.key(key.hash), id, keyAmount, left, now, until);
+        if (!r.ok) {
+          const remaining = left > r.held ? left - r.held : 0n;
+          throw keyLimitReached({
+            limit: key.limit,
+            remaining,
+            estimate: keyAmount,
+            reset: key.limitReset,
+            resetsAt: key.limitReset ? periodEnd(key.limitReset, now) : null,
+          });
+        }
+        taken.push(scopes.key(key.hash));
+      }
+
+      if (account.type === 'prepaid' && est.credits > 0n) {
+        const r = await holds.acquire(scopes.balance(account.id), id, est.credits, account.balance > 0n ? account.balance : 0n, now, until);
+        if (!r.ok) throw balanceCannotCover({ available: account.balance - r.held, estimate: est.credits });
+        taken.push(scopes.balance(account.id));
+      }
+
+      let budgetScope: string | undefined;
+      if (est.credits > 0n && inFlightApplies(this.rules, account, est, req.kind, now)) {
+        const budget = inFlightBudget(this.rules, account.balance);
+        if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
+        budgetScope = scopes.budget(account.id);
+        const r = await holds.acquire(budgetScope, id, est.credits, budget, now, until);
+        if (!r.ok) {
+          const need = r.held + est.credits - budget;
+          throw inFlightBudgetExhausted({
+            held: r.held,
+            budget,
+            estimate: est.credits,
+            retryAfterSeconds: retryAfterSeconds(r.holds, need, now, this.rules.settlementWindowMs),
+          });
+        }
+      }
+      return new Ticket(holds, id, taken, budgetScope, this.rules.settlementWindowMs, () => clock.now());
+    } catch (err) {
+      await undo();
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import { byokFee, costOf } from '../ledger/pricing.js';
+import { femtoToNanoCeil, type Femto, type Nano } from '../ledger/money.js';
+import type { Attempt } from '../routing/plan.js';
+import { contentText, countImages, countPromptTokens } from '../tokenizer/count-tokens.js';
+
+/**
+ * A bound on a prompt's tokens that never undercounts: every o200k token is at least one UTF-8 byte,
+ * so the byte count (plus the chat format's framing) bounds the token count. It costs a pass over the
+ * text, not a tokenizer run; `countPromptTokens` is the exact count to refine with when it matters.
+ */
+export function promptTokenBound(messages: readonly unknown[]): number {
+  let total = 3;
+  for (const m of messages) {
+    const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown };
+    total += 3 + Buffer.byteLength(contentText(msg.content), 'utf8');
+    if (typeof msg.name === 'string') total += Buffer.byteLength(msg.name, 'utf8');
+    if (msg.tool_calls !== undefined) total += Buffer.byteLength(JSON.stringify(msg.tool_calls), 'utf8');
+  }
+  return total;
+}
+
+export interface EstimateInput {
+  attempts: readonly Attempt[];
+  messages: readonly unknown[];
+  /** The request's max_tokens, or the configured default cap when it set none. */
+  completionTokens: number;
+  /** Providers the account stored its own key for. */
+  byokProviders: ReadonlySet<string>;
+  byokFeeFraction: number;
+  /** Paid plugin charges the request will incur, in femtocredits. */
+  pluginCharges: Femto;
+}
+
+export interface Estimate {
+  /** The most the request can cost in credits, over every endpoint it may be routed to. */
+  credits: Nano;
+  /** What it can add to its key's usage as the limit counts it (BYOK list cost included when asked). */
+  keyWithByok: Nano;
+  /** Whether any endpoint prices tokens (a request whose cost has no token component is not held). */
+  tokenComponent: boolean;
+  /** Served entirely with the account's own provider keys. */
+  allByok: boolean;
+  /** Prompt tokens the estimate used, and whether that is the exact count or the byte bound. */
+  promptTokens: number;
+  exact: boolean;
+}
+
+/**
+ * The in-flight estimate (CONTRACT §7): input tokens × prompt price + completion cap × completion
+ * price (+ request fee, images, plugins), at the most expensive endpoint the request may be routed to.
+ */
+export function estimate(input: EstimateInput, exact: boolean): Estimate {
+  const promptTokens = exact ? countPromptTokens(input.messages) : promptTokenBound(input.messages);
+  const images = countImages(input.messages);
+  const plugins = femtoToNanoCeil(input.pluginCharges);
+  const usage = { promptTokens, completionTokens: input.completionTokens, images };
+  let credits = 0n;
+  let keyWithByok = 0n;
+  let tokenComponent = false;
+  let allByok = input.attempts.length > 0;
+  for (const { endpoint } of input.attempts) {
+    const p = endpoint.pricing;
+    if (p.prompt > 0n || p.completion > 0n) tokenComponent = true;
+    const byok = input.byokProviders.has(endpoint.provider);
+    if (!byok) allByok = false;
+    const list = costOf(usage, p);
+    const charged = (byok ? byokFee(list, input.byokFeeFraction) : list) + plugins;
+    if (charged > credits) credits = charged;
+    const forKey = byok ? charged + list : charged;
+    if (forKey > keyWithByok) keyWithByok = forKey;
+  }
+  return { credits, keyWithByok, tokenComponent, allByok, promptTokens, exact };
+}

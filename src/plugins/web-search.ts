@@ -1,0 +1,64 @@
+import { request, type Dispatcher } from 'undici';
+import { z } from 'zod';
+import { contentText } from '../tokenizer/count-tokens.js';
+
+const answerSchema = z.object({
+  results: z.array(z.object({ title: z.string().default(''), url: z.string().default(''), text: z.string().default('') })),
+});
+export type SearchResult = z.output<typeof answerSchema>['results'][number];
+
+export interface WebSearchOptions {
+  searchUrl: string;
+  maxResults: number;
+  timeoutMs: number;
+  dispatcher: Dispatcher;
+}
+
+/**
+ * The `web` plugin: searches a configured endpoint (GET ?q=…&n=… answering {results: [{title, url,
+ * text}]}) and injects the results into the prompt. It is a paid plugin: its price is charged per
+ * request that used it.
+ */
+export class WebSearch {
+  constructor(private readonly options: WebSearchOptions) {}
+
+  /** The results for the conversation's last user message; throws when the search endpoint fails. */
+  async search(messages: readonly unknown[], signal: AbortSignal): Promise<SearchResult[]> {
+    const query = lastUserText(messages).slice(0, 500);
+    if (!query) return [];
+    const url = new URL(this.options.searchUrl);
+    url.searchParams.set('q', query);
+    url.searchParams.set('n', String(this.options.maxResults));
+    const res = await request(url, {
+      method: 'GET',
+      dispatcher: this.options.dispatcher,
+      signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)]),
+    });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      throw new Error(`web search answered HTTP ${res.statusCode}`);
+    }
+    const parsed = answerSchema.safeParse(await res.body.json());
+    if (!parsed.success) throw new Error('web search answer is not {results: [...]}');
+    return parsed.data.results.slice(0, this.options.maxResults);
+  }
+}
+
+function lastUserText(messages: readonly unknown[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as { role?: unknown; content?: unknown } | null;
+    if (m?.role === 'user') return contentText(m.content).trim();
+  }
+  return '';
+}
+
+/** The messages with the search results put in front as a system message. */
+export function withSearchResults(messages: readonly unknown[], results: readonly SearchResult[]): unknown[] {
+  if (results.length === 0) return [...messages];
+  const lines = results.map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.text}`);
+  const system = {
+    role: 'system',
+    content: `Web search results (cite them by number where you use them):\n\n${lines.join('\n\n')}`,
+  };
+  return [system, ...messages];
+}
