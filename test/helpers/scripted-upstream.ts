@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 /** One scripted answer of the fake upstream. */
 export type Script =
-  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string>; /** Wait for `release()` before answering. */ hold?: boolean }
   | { kind: 'text'; status: number; body: string; headers?: Record<string, string> }
   | {
       kind: 'sse';
@@ -72,9 +72,26 @@ export class ScriptedUpstream {
     return `http://127.0.0.1:${port}/v1`;
   }
 
+  /** How many requests wait at a hold point now. */
+  get holding(): number {
+    return this.holds.length;
+  }
+
   /** Resolves once a held stream reached its hold point. */
   waitHeld(): Promise<void> {
     return new Promise((resolve) => this.held.push(resolve));
+  }
+
+  /** Resolves once `n` requests wait at a hold point. */
+  async waitHolding(n: number): Promise<void> {
+    while (this.holds.length < n) await this.waitHeld();
+  }
+
+  private hold(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.holds.push(resolve);
+      this.held.splice(0).forEach((h) => h());
+    });
   }
 
   /** Lets every held stream go on. */
@@ -103,6 +120,7 @@ export class ScriptedUpstream {
     const s = this.next();
     switch (s.kind) {
       case 'json':
+        if (s.hold) await this.hold();
         res.writeHead(s.status ?? 200, { 'content-type': 'application/json', ...s.headers });
         res.end(JSON.stringify(s.body));
         return;
@@ -122,12 +140,7 @@ export class ScriptedUpstream {
             res.destroy();
             return;
           }
-          if (s.holdAfter !== undefined && i === s.holdAfter) {
-            await new Promise<void>((resolve) => {
-              this.holds.push(resolve);
-              this.held.splice(0).forEach((h) => h());
-            });
-          }
+          if (s.holdAfter !== undefined && i === s.holdAfter) await this.hold();
           if (res.destroyed) return;
           // Each event reaches the socket before the next step of the script.
           await new Promise<void>((resolve) => res.write(`data: ${s.events[i]}\n\n`, () => resolve()));
