@@ -82,6 +82,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   await migrateToLatest(db);
   const ledger = new KyselyLedger(db, {
     onFlushError: (err) => logger.error({ err }, 'ledger write failed; charges kept in memory and retried'),
+    onChargeRejected: (err, charge) =>
+      logger.error({ err, generation: charge.id, account: charge.accountId }, 'the ledger refused one charge repeatedly; it was set aside'),
   });
 
   const adminToken = config.admin_token

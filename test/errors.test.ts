@@ -86,6 +86,19 @@ describe('error answers', () => {
     expect(ok.status).toBe(200);
   });
 
+  it('the contract body for a malformed URL, an empty body on DELETE, and a control character in a BYOK key', async () => {
+    await expectError(await gw.fetch('/api/v1/admin/accounts/%E0%A4%A', { token: ADMIN_TOKEN }), 400, /./);
+    const acct = await gw.account(1);
+    const del = await gw.fetch(`/api/v1/admin/keys/${acct.hash}`, { method: 'DELETE', token: ADMIN_TOKEN, headers: { 'content-type': 'application/json' } });
+    expect(await del.json()).toEqual({ deleted: true });
+    const put = await gw.fetch(`/api/v1/admin/accounts/${acct.id}/byok/demo`, { method: 'PUT', token: ADMIN_TOKEN, body: { api_key: 'abc\r\nX-Evil: 1' } });
+    await expectError(put, 400, /^api_key: must be printable ASCII/);
+    const big = await gw.fetch(`/api/v1/admin/accounts/${acct.id}/credits`, { token: ADMIN_TOKEN, body: { amount: 1_000_000_000 } });
+    expect(big.status).toBe(200);
+    for (let i = 0; i < 8; i++) await gw.fetch(`/api/v1/admin/accounts/${acct.id}/credits`, { token: ADMIN_TOKEN, body: { amount: 1_000_000_000 } });
+    await expectError(await gw.fetch(`/api/v1/admin/accounts/${acct.id}/credits`, { token: ADMIN_TOKEN, body: { amount: 1_000_000_000 } }), 400, /may not pass 9000000000 credits/);
+  });
+
   it('404 with the error body for an unknown route', async () => {
     await expectError(await gw.fetch('/api/v1/nothing-here'), 404, /no route/);
   });
@@ -100,8 +113,8 @@ describe('502 when every provider fails', () => {
     const [ua, ub] = await Promise.all([a.start(), b.start()]);
     gw = await startTestGateway({
       providers: [
-        { id: 'alpha', type: 'openai', base_url: ua },
-        { id: 'beta', type: 'openai', base_url: ub },
+        { id: 'alpha', type: 'openai', base_url: ua, api_key: 'sk-alpha-SECRET-123' },
+        { id: 'beta', type: 'openai', base_url: ub, api_key: 'sk-beta-SECRET-456' },
       ],
       models: [
         {
@@ -143,6 +156,29 @@ describe('502 when every provider fails', () => {
     expect(body.provider).toBe('beta');
     expect(body.choices[0]?.message.content).toBe('from beta');
     expect(body.usage.cost).toBe(0.000015);
+  });
+
+  it('falls back when a stream fails after a role-only first chunk, before any output, and charges nothing', async () => {
+    const role = JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+    a.script({ kind: 'sse', events: [role, role], destroyAfter: 1 });
+    b.script({ kind: 'sse', events: [], done: true });
+    const acct = await gw.account(5);
+    const res = await chat(gw, acct.key, { model: 'x/model', stream: true, messages: hi });
+    await expectError(res, 502, /every provider failed.*ended before any output/);
+    expect((await gw.admin.getAccount(acct.id)).total_usage).toBe(0);
+  });
+
+  it('never relays the key it sent when an upstream echoes it in an error', async () => {
+    a.script({ kind: 'json', status: 401, body: { error: { message: 'Incorrect API key provided: sk-alpha-SECRET-123', code: 'invalid_api_key' } } });
+    b.script({ kind: 'json', status: 500, body: { error: { message: 'key sk-beta-SECRET-456 over quota' } } });
+    const acct = await gw.account(5);
+    const res = await chat(gw, acct.key, { model: 'x/model', messages: hi });
+    const text = await res.text();
+    expect(res.status).toBe(502);
+    expect(text).not.toContain('sk-alpha-SECRET-123');
+    expect(text).not.toContain('sk-beta-SECRET-456');
+    expect(text).toContain('refused the credentials');
+    expect(gw.log.text).not.toContain('SECRET');
   });
 
   it('honours provider.order, only and ignore', async () => {

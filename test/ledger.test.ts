@@ -123,6 +123,25 @@ for (const target of databaseTargets) {
       expect(acct.totalUsage).toBe(BigInt(String(rows?.s)));
     });
 
+    it('sets aside a charge the database refuses, without holding back the others', async () => {
+      const a = await newAccount();
+      const hash = `h-poison-${target.name}`;
+      await newKey(a.id, hash);
+      const rejected: string[] = [];
+      const guarded = new KyselyLedger(db, { onChargeRejected: (_e, c) => rejected.push(c.id), retryDelayMs: 60_000 });
+      const poison = charge(a.id, hash, 2n ** 64n); // cannot fit a BIGINT column
+      const writes = [guarded.charge(poison)];
+      // Traffic goes on: each round writes two good charges beside the refused one.
+      for (let i = 0; i < 6 && rejected.length === 0; i++) {
+        writes.push(guarded.charge(charge(a.id, hash, 3n)), guarded.charge(charge(a.id, hash, 4n)));
+        await guarded.flush().catch(() => undefined);
+      }
+      await Promise.all(writes); // every charge is settled one way or the other: nothing waits forever
+      expect(rejected).toEqual([poison.id]);
+      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(35n); // 5 rounds × 7
+      expect(await ledger.getGeneration(poison.id)).toBeUndefined();
+    });
+
     it('keeps charges queued while the database fails, and writes them once when it answers again', async () => {
       const a = await newAccount();
       const hash = `h-retry-${target.name}`;

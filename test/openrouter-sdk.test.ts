@@ -4,6 +4,7 @@ import * as errors from '@openrouter/sdk/models/errors';
 import type { SendChatCompletionRequestResponse } from '@openrouter/sdk/models/operations';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { fixtureChunks, fixtureJson, ScriptedUpstream } from './helpers/scripted-upstream.js';
 
 // Every call below goes through the SDK's own response schemas: a field the gateway leaves out or
 // sends with the wrong type makes the call throw ResponseValidationError (or a ZodError mid-stream).
@@ -167,5 +168,51 @@ describe('the official @openrouter/sdk against the gateway (demo provider)', () 
     expect(e.statusCode).toBe(401);
     expect(e.error.code).toBe(401);
     expect(e.error.message.length).toBeGreaterThan(0);
+  });
+});
+
+describe('the official @openrouter/sdk against recorded upstream answers and failures', () => {
+  const upstream = new ScriptedUpstream();
+  let gw: TestGateway;
+  const sdk = (apiKey: string) => new OpenRouter({ serverURL: `${gw.base}/api/v1`, apiKey, retryConfig: { strategy: 'none' } });
+
+  beforeAll(async () => {
+    const base = await upstream.start();
+    gw = await startTestGateway({
+      providers: [{ id: 'up', type: 'openai', base_url: base }],
+      models: [{ id: 'rec/model', endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
+    });
+  });
+  afterAll(async () => {
+    await gw.close();
+    await upstream.stop();
+  });
+
+  it('parses every recorded whole answer (Mistral sends tool_calls: null, which the SDK refuses unless the gateway drops it)', async () => {
+    const { key } = await gw.account(5);
+    for (const file of ['openai-text.json', 'groq-text.json', 'groq-tool-call.json', 'deepseek-text.json', 'mistral-text.json', 'xai-text.json']) {
+      upstream.script({ kind: 'json', body: fixtureJson(file) });
+      const res = wholeAnswer(await sdk(key).chat.send({ chatRequest: { model: 'rec/model', messages } }));
+      expect(res.usage?.cost, file).toBeGreaterThan(0);
+    }
+  });
+
+  it('parses every recorded stream', async () => {
+    const { key } = await gw.account(5);
+    for (const file of ['openai-text.chunks.txt', 'azure-model-router.1.chunks.txt', 'groq-text.chunks.txt', 'deepseek-reasoning.chunks.txt', 'mistral-text.chunks.txt', 'xai-text.chunks.txt']) {
+      upstream.script({ kind: 'sse', events: fixtureChunks(file) });
+      const chunks = await allChunks(await sdk(key).chat.send({ chatRequest: { model: 'rec/model', messages, stream: true } }));
+      expect(chunks.at(-1)?.usage?.cost, file).toBeGreaterThan(0);
+    }
+  });
+
+  it('yields the mid-stream error event as a chunk with error and finish_reason "error"', async () => {
+    const { key } = await gw.account(5);
+    const chunk = (content: string) => JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+    upstream.script({ kind: 'sse', events: [chunk('one '), chunk('two '), chunk('three')], destroyAfter: 2 });
+    const chunks = await allChunks(await sdk(key).chat.send({ chatRequest: { model: 'rec/model', messages, stream: true } }));
+    const last = chunks.at(-1);
+    expect(last?.error).toMatchObject({ code: 502 });
+    expect(last?.choices[0]?.finishReason).toBe('error');
   });
 });

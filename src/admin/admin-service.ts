@@ -9,6 +9,8 @@ import type { ByokVault } from '../security/byok-vault.js';
 import { accountView, keyInfoView } from './views.js';
 
 const MAX_AMOUNT = creditsFromJson(1_000_000_000);
+/** The most a balance or purchase total may reach: 9e9 credits keeps every amount inside a signed 64-bit column. */
+const MAX_TOTAL = creditsFromJson(9_000_000_000);
 
 const isoDate = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time, e.g. 2026-01-31T00:00:00Z' });
 const limitReset = z.enum(['daily', 'weekly', 'monthly'], { error: 'must be "daily", "weekly", "monthly" or null' });
@@ -46,7 +48,13 @@ const keyPatchSchema = z.strictObject({
   include_byok_in_limit: keyFields.include_byok_in_limit.optional(),
   disabled: z.boolean({ error: 'must be true or false' }).optional(),
 });
-const byokSchema = z.strictObject({ api_key: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(4096) });
+const byokSchema = z.strictObject({
+  api_key: z
+    .string({ error: 'must be a string' })
+    .min(1, 'must not be empty')
+    .max(4096)
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces or control characters'),
+});
 
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   const result = schema.safeParse(body ?? {});
@@ -110,6 +118,11 @@ export class AdminService {
     const input = parse(creditsSchema, body);
     const amount = amountOf('amount', input.amount, input.kind === 'adjustment');
     if (amount === 0n) throw invalidRequest('amount: must not be zero', { field: 'amount' });
+    const current = await this.account(id);
+    const after = current.balance + amount;
+    if (after > MAX_TOTAL || after < -MAX_TOTAL || current.totalPurchased + (input.kind === 'purchase' ? amount : 0n) > MAX_TOTAL) {
+      throw invalidRequest('amount: the balance and the purchase total may not pass 9000000000 credits', { field: 'amount' });
+    }
     const account = await this.ledger.addCredits(id, amount, input.kind, this.clock.now());
     if (!account) throw notFound(`no account with id "${id}"`);
     return accountView(account);

@@ -8,7 +8,7 @@ import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js'
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
 import { withSearchResults, type WebSearch } from '../plugins/web-search.js';
-import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter } from '../providers/provider.js';
+import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure } from '../providers/provider.js';
 import type { Catalog } from '../routing/catalog.js';
 import { planAttempts, requestedModels } from '../routing/plan.js';
 import { route, type Routed } from '../routing/route.js';
@@ -55,6 +55,20 @@ export interface Started {
 }
 
 export type StreamItem = { data: Record<string, unknown> } | { done: true };
+
+/** The SDK's error_type for a failure (OpenRouter's stream error metadata). */
+function errorTypeOf(failure: ProviderFailure): string {
+  switch (failure.kind) {
+    case 'rate_limited':
+      return 'rate_limit_exceeded';
+    case 'timeout':
+      return 'timeout';
+    case 'network':
+      return 'provider_unavailable';
+    default:
+      return 'server';
+  }
+}
 
 export function newGenerationId(nowMs: number): string {
   return `gen-${Math.floor(nowMs / 1000)}-${randomBytes(10).toString('base64url')}`;
@@ -247,19 +261,22 @@ export class ChatService {
       yield { data: usageChunk(served, usageBody(finalUsage(), cost, routed.isByok, upstreamUsageRaw)) };
       yield { done: true };
     } catch (err) {
-      if (signal.aborted) {
-        settle(true);
-        ended = true;
-        return;
-      }
-      finish = 'error';
-      settle(false);
+      const cancelled = signal.aborted;
+      finish = cancelled ? finish : 'error';
+      settle(cancelled);
       ended = true;
-      const failure = err instanceof ProviderError ? err.failure : { kind: 'network' as const, message: 'the stream failed' };
-      const code = failure.kind === 'rate_limited' ? 429 : 502;
-      const metadata: Record<string, unknown> = { provider_name: served.provider };
+      // The client may be gone (then nobody reads this) or the gateway is shutting down: either way
+      // the stream ends with the spec's error event, never silently.
+      const failure: ProviderFailure = cancelled
+        ? { kind: 'network', message: 'the request was cancelled (client disconnected or gateway shutting down)' }
+        : err instanceof ProviderError
+          ? err.failure
+          : { kind: 'network', message: 'the stream failed' };
+      const code = cancelled ? 503 : failure.kind === 'rate_limited' ? 429 : 502;
+      const metadata: Record<string, unknown> = { error_type: errorTypeOf(failure), provider_name: served.provider };
       if (failure.code !== undefined) metadata.provider_code = failure.code;
-      yield { data: errorChunk(served, code, `upstream stream ended with an error: ${failure.message}`, metadata) };
+      const message = cancelled ? failure.message : `upstream stream ended with an error: ${failure.message}`;
+      yield { data: errorChunk(served, code, message, metadata) };
     } finally {
       // The consumer stopped early (the client went away): charge what was delivered.
       if (!ended) settle(true);

@@ -33,6 +33,9 @@ export function usageBody(usage: TokenUsage, cost: Nano, isByok: boolean, upstre
   return out;
 }
 
+/** Fields that OpenAI-compatible upstreams send as null but OpenRouter's schema only allows absent. */
+const NOT_NULLABLE = ['tool_calls', 'reasoning_details', 'images', 'audio', 'function_call'];
+
 function normalizeChoices(choices: unknown, key: 'message' | 'delta'): Obj[] {
   if (!Array.isArray(choices)) return [];
   return choices.map((c, i) => {
@@ -40,6 +43,7 @@ function normalizeChoices(choices: unknown, key: 'message' | 'delta'): Obj[] {
     choice.index = typeof choice.index === 'number' ? choice.index : i;
     if (!('finish_reason' in choice) || choice.finish_reason === undefined) choice.finish_reason = null;
     const inner = isObj(choice[key]) ? { ...(choice[key] as Obj) } : {};
+    for (const field of NOT_NULLABLE) if (inner[field] === null) delete inner[field];
     if (key === 'message') inner.role = 'assistant';
     else if ('role' in inner && inner.role !== 'assistant') delete inner.role;
     choice[key] = inner;

@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AppDeps } from './app-deps.js';
-import { registerErrorHandling } from './error-handler.js';
+import { registerErrorHandling, toHttpError } from './error-handler.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerChatRoute } from './routes/chat-completions.js';
 import { registerPublicRoutes } from './routes/public.js';
@@ -14,10 +14,21 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     trustProxy: deps.config.listen.trust_proxy,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // Errors Fastify raises before routing (a malformed URL) get the same body as every other. Its
+    // reply here is typed for no route at all, hence the casts: a marked seam.
+    frameworkErrors: (err, _req, reply) => {
+      const e = toHttpError(err, deps.logger);
+      void reply.status(e.status as never).headers(e.headers).send(e.body as never);
+    },
   });
-  // Any body is read as JSON, whatever Content-Type it came with (curl -d sends a form type).
-  app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  // Any body is read as JSON, whatever Content-Type it came with (curl -d sends a form type); an
+  // empty one is no body (a DELETE may carry a JSON Content-Type and nothing else).
+  const json = app.getDefaultJsonParser('error', 'error');
+  const parse: Parameters<typeof app.addContentTypeParser>[2] = (req, body, done) =>
+    body === '' || body === undefined ? done(null, undefined) : json(req, body as string, done);
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
+  app.addContentTypeParser('*', { parseAs: 'string' }, parse);
   registerErrorHandling(app, deps.logger);
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);

@@ -24,9 +24,6 @@ export function toHttpError(err: unknown, log?: Logger): HttpError {
   if (fe.code && FRAMEWORK_MESSAGES[fe.code]) {
     return { status: status ?? 400, headers: {}, body: { error: { code: status ?? 400, message: FRAMEWORK_MESSAGES[fe.code] as string } } };
   }
-  if (err instanceof SyntaxError || fe.type === 'entity.parse.failed') {
-    return { status: 400, headers: {}, body: { error: { code: 400, message: 'malformed JSON in the request body' } } };
-  }
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const message = typeof fe.message === 'string' && fe.message ? fe.message.replace(/^FST_\w+:\s*/, '') : 'bad request';
     return { status, headers: {}, body: { error: { code: status, message } } };

@@ -74,11 +74,17 @@ function toGeneration(row: GenerationsTable): Generation {
 interface Queued {
   charge: Charge;
   durable: () => void;
+  attempts: number;
 }
+
+/** Tries of a charge that the database refuses while it accepts others, before it is set aside. */
+const MAX_ATTEMPTS = 5;
 
 export interface KyselyLedgerOptions {
   /** Called when a group commit fails; the charges stay queued and are retried. */
   onFlushError?: (err: unknown) => void;
+  /** Called when the database refused a single charge that others in its batch did not trip on. */
+  onChargeRejected?: (err: unknown, charge: Charge) => void;
   retryDelayMs?: number;
 }
 
@@ -244,7 +250,7 @@ export class KyselyLedger implements Ledger {
   }
 
   charge(charge: Charge): Promise<void> {
-    const written = new Promise<void>((durable) => this.queue.push({ charge, durable }));
+    const written = new Promise<void>((durable) => this.queue.push({ charge, durable, attempts: 0 }));
     if (!this.scheduled && !this.retryTimer) {
       this.scheduled = true;
       setImmediate(() => {
@@ -261,10 +267,13 @@ export class KyselyLedger implements Ledger {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
-    this.flushing = this.writeBatch(batch.map((q) => q.charge)).then(
-      () => {
+    this.flushing = this.writeBatch(batch).then(
+      (failed) => {
         this.flushing = undefined;
-        batch.forEach((q) => q.durable());
+        if (failed.length > 0) {
+          this.queue = failed.concat(this.queue);
+          this.scheduleRetry();
+        }
       },
       (err: unknown) => {
         this.flushing = undefined;
@@ -286,7 +295,46 @@ export class KyselyLedger implements Ledger {
     this.retryTimer.unref();
   }
 
-  private async writeBatch(batch: Charge[]): Promise<void> {
+  /**
+   * Writes a batch in one transaction and marks its charges durable. When the transaction fails, the
+   * charges are tried one by one, so that one charge the database refuses cannot hold back the
+   * others: a charge refused while others in its batch were written is retried a few times, then set
+   * aside and reported. When none could be written the database is failing: the batch is kept whole.
+   */
+  private async writeBatch(batch: Queued[]): Promise<Queued[]> {
+    try {
+      await this.writeTransaction(batch.map((q) => q.charge));
+      batch.forEach((q) => q.durable());
+      return [];
+    } catch (err) {
+      if (batch.length === 1) throw err;
+    }
+    const failed: Queued[] = [];
+    let lastError: unknown;
+    for (const q of batch) {
+      try {
+        await this.writeTransaction([q.charge]);
+        q.durable();
+      } catch (err) {
+        lastError = err;
+        failed.push(q);
+      }
+    }
+    // Nothing could be written: the database is failing (down, full, …), not one charge. Keep them all.
+    if (failed.length === batch.length) throw lastError;
+    const retry: Queued[] = [];
+    for (const q of failed) {
+      q.attempts += 1;
+      if (q.attempts < MAX_ATTEMPTS) retry.push(q);
+      else {
+        this.options.onChargeRejected?.(lastError, q.charge);
+        q.durable(); // nothing more will be written for it; its holds may go
+      }
+    }
+    return retry;
+  }
+
+  private async writeTransaction(batch: Charge[]): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       const accountDeltas = new Map<string, bigint>();
       const usageDeltas = new Map<string, { hash: string; period: string; usage: bigint; byok: bigint }>();

@@ -1,17 +1,19 @@
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { Chunk } from './provider.js';
 
+/** More tokens than any request can really use: a count above it is not believed. */
+export const MAX_REPORTED_TOKENS = 100_000_000;
+
+const plausible = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= MAX_REPORTED_TOKENS;
+
 function readCounts(u: unknown): TokenUsage | undefined {
   if (!u || typeof u !== 'object') return undefined;
   const o = u as Record<string, unknown>;
-  const prompt = o.prompt_tokens;
-  const completion = o.completion_tokens;
-  if (typeof prompt !== 'number' && typeof completion !== 'number') return undefined;
-  const usage: TokenUsage = {
-    promptTokens: typeof prompt === 'number' && prompt >= 0 ? Math.floor(prompt) : 0,
-    completionTokens: typeof completion === 'number' && completion >= 0 ? Math.floor(completion) : 0,
-  };
-  if (typeof o.total_tokens === 'number' && o.total_tokens >= 0) usage.totalTokens = Math.floor(o.total_tokens);
+  const { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total } = o;
+  // Counts that are not whole, non-negative and plausible are no usage at all: the gateway counts.
+  if (!plausible(prompt) || !plausible(completion)) return undefined;
+  const usage: TokenUsage = { promptTokens: prompt, completionTokens: completion };
+  if (plausible(total)) usage.totalTokens = total;
   return usage;
 }
 

@@ -34,21 +34,36 @@ export interface RouteInput {
   signal: AbortSignal;
 }
 
-/** Pulls the first chunk so a stream that fails before any output can still fall back. */
+/** A chunk that carries output: text, reasoning, a tool call or a finish reason. */
+function carriesOutput(chunk: Chunk): boolean {
+  const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<Record<string, unknown>>) : [];
+  return choices.some((c) => {
+    if (c?.finish_reason) return true;
+    const d = (c?.delta ?? {}) as Record<string, unknown>;
+    return Boolean(d.content || d.reasoning || d.reasoning_content || (Array.isArray(d.tool_calls) && d.tool_calls.length > 0));
+  });
+}
+
+/**
+ * Reads a stream up to its first chunk with output, so that a stream failing before any output
+ * (after, say, a role-only first chunk) still falls back to the next endpoint. The chunks read are
+ * replayed in front of the rest.
+ */
 async function primeStream(chunks: AsyncIterable<Chunk>): Promise<AsyncIterable<Chunk>> {
   const it = chunks[Symbol.asyncIterator]();
-  const first = await it.next();
+  const buffered: Chunk[] = [];
+  for (;;) {
+    const r = await it.next();
+    if (r.done) throw new ProviderError({ kind: 'invalid_response', message: 'upstream stream ended before any output' });
+    buffered.push(r.value);
+    if (carriesOutput(r.value)) break;
+  }
   return {
     [Symbol.asyncIterator]() {
-      let pending: IteratorResult<Chunk> | undefined = first;
       return {
         next: () => {
-          if (pending) {
-            const r = pending;
-            pending = undefined;
-            return Promise.resolve(r);
-          }
-          return it.next();
+          const head = buffered.shift();
+          return head ? Promise.resolve({ done: false as const, value: head }) : it.next();
         },
         return: (value?: unknown) => it.return?.(value) ?? Promise.resolve({ done: true as const, value: undefined }),
       };

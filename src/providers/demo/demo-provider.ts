@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../clock.js';
 import { countPromptTokens } from '../../tokenizer/count-tokens.js';
-import type { ChatAnswer, ChatCall, Chunk, ProviderAdapter } from '../provider.js';
+import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter } from '../provider.js';
 import { demoTokens } from './demo-text.js';
 
 export interface DemoProviderOptions {
@@ -66,7 +66,7 @@ export class DemoProvider implements ProviderAdapter {
     yield chunk({ role: 'assistant', content: '' }, null);
     for (const token of tokens) {
       if (this.options.tokenLatencyMs > 0) await sleep(this.options.tokenLatencyMs, undefined, { signal }).catch(() => undefined);
-      if (signal.aborted) return;
+      if (signal.aborted) throw new ProviderError({ kind: 'network', message: 'request aborted' });
       yield chunk({ content: token }, null);
     }
     yield chunk({}, finish);

@@ -11,7 +11,7 @@ import {
   type ProviderFailure,
 } from '../provider.js';
 import { retryAfterMs } from './retry-after.js';
-import { describeUpstreamError } from './upstream-error.js';
+import { describeUpstreamError, redactSecrets } from './upstream-error.js';
 
 export interface OpenAiProviderOptions {
   id: string;
@@ -96,7 +96,7 @@ export class OpenAiProvider implements ProviderAdapter {
       const failure: ProviderFailure = {
         kind: res.statusCode === 429 ? 'rate_limited' : 'http',
         status: res.statusCode,
-        ...describeUpstreamError(res.statusCode, text),
+        ...describeUpstreamError(res.statusCode, text, call.apiKey),
       };
       if (wait !== undefined) failure.retryAfterMs = wait;
       throw new ProviderError(failure);
@@ -104,7 +104,7 @@ export class OpenAiProvider implements ProviderAdapter {
 
     const contentType = String(res.headers['content-type'] ?? '');
     if (call.stream && contentType.includes('text/event-stream')) {
-      return { kind: 'stream', chunks: this.readStream(res.body, call.signal) };
+      return { kind: 'stream', chunks: this.readStream(res.body, call.signal, call.apiKey) };
     }
     let parsed: unknown;
     try {
@@ -125,7 +125,7 @@ export class OpenAiProvider implements ProviderAdapter {
     return { kind: 'json', body: answer, usage: usageOf(answer) };
   }
 
-  private async *readStream(body: Dispatcher.ResponseData['body'], callerSignal: AbortSignal): AsyncGenerator<Chunk> {
+  private async *readStream(body: Dispatcher.ResponseData['body'], callerSignal: AbortSignal, sentKey: string | undefined): AsyncGenerator<Chunk> {
     const pending: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (e) => pending.push(e) });
     const decoder = new TextDecoder();
@@ -149,8 +149,8 @@ export class OpenAiProvider implements ProviderAdapter {
             const rateLimited = code === 429 || code === '429' || code === 'rate_limit_exceeded' || e.type === 'rate_limit_error';
             throw new ProviderError({
               kind: rateLimited ? 'rate_limited' : 'http',
-              message: typeof e.message === 'string' ? e.message.slice(0, 300) : 'upstream reported an error mid-stream',
-              ...(code === undefined ? {} : { code: String(code) }),
+              message: typeof e.message === 'string' ? redactSecrets(e.message, [sentKey]).slice(0, 300) : 'upstream reported an error mid-stream',
+              ...(code === undefined ? {} : { code: redactSecrets(String(code), [sentKey]).slice(0, 100) }),
             });
           }
           yield chunk;
