@@ -99,7 +99,6 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
-  const admin = new AdminService(ledger, vault, clock, config);
   const holds = new MemoryHoldStore();
   const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: runningHoldTtl(config) });
   const searchAgent = config.plugins.web ? new Agent({ keepAliveTimeout: 30_000 }) : undefined;
@@ -107,6 +106,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     config.plugins.web && searchAgent
       ? new WebSearch({ searchUrl: config.plugins.web.search_url, maxResults: config.plugins.web.max_results, timeoutMs: 10_000, dispatcher: searchAgent })
       : undefined;
+  const admin = new AdminService(ledger, vault, clock, config, admission);
   const chat = new ChatService({ config, catalog, providers, ledger, vault, clock, admission, webSearch, logger });
   const inflight = new Inflight();
   const app = buildApp({

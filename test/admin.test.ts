@@ -46,6 +46,7 @@ describe('admin API', () => {
   it('creates accounts with a type, a creation date and the free-limit exemption', async () => {
     const a = await newAccount({ name: 'Ada' });
     expect(a).toMatchObject({ name: 'Ada', type: 'prepaid', balance: 0, total_purchased: 0, total_usage: 0, free_model_limits_exempt: false });
+    expect(a.in_flight).toEqual({ subject: true, budget: 0, held: 0 });
     expect(a.id).toMatch(/^acct_/);
     expect(a.created_at).toBe(new Date(clock.now()).toISOString());
     const e = await newAccount({ name: 'Corp', type: 'enterprise', created_at: '2024-01-02T03:04:05Z', free_model_limits_exempt: true });
@@ -77,6 +78,7 @@ describe('admin API', () => {
     const data = ((await adj.json()) as { data: Record<string, number> }).data;
     expect(data.balance).toBe(0.25); // 0.1 + 0.2 − 0.05, exactly, not 0.25000000000000006
     expect(data.total_purchased).toBe(0.3);
+    expect(data.in_flight).toEqual({ subject: true, budget: 0.125, held: 0 }); // min(0.5 × 0.25, 50)
     for (const bad of [{ amount: -1 }, { amount: 0 }, { amount: 0.0000000001 }, { amount: 1_000_000_001 }, { amount: '5' }, { amount: 1, kind: 'gift' }]) {
       const res = await post(bad);
       expect(res.status, JSON.stringify(bad)).toBe(400);

@@ -97,6 +97,7 @@ describe('credit limits (spec: Errors / 402, Limits / Credit limits, States and 
     it('in_flight_budget_exhausted: running and recently completed requests fill the budget; Retry-After says when it frees up', async () => {
       const acct = await accountWith(10); // budget = min(0.5 × 10, 20) = 5
       const running = await holdRunning(acct.key, 5); // 5 × 1.0 held
+      expect((await gw.admin.getAccount(acct.id)).in_flight).toEqual({ subject: true, budget: 5, held: 5 });
       const reached = slow.received.length;
       const refused = await ask(acct.key, 't/slow', 100);
       const body = await expect402(refused, 'platform_in_flight_budget', 'in_flight_budget_exhausted');

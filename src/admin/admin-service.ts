@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import type { Admission } from '../admission/admission.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { GatewayError, invalidRequest, notFound } from '../errors.js';
 import { accountTypes, type Account, type KeyPatch, type KeyRecord, type Ledger } from '../ledger/ledger.js';
-import { creditsFromJson, MoneyFormatError, type Nano } from '../ledger/money.js';
+import { creditsFromJson, creditsToJson, MoneyFormatError, type Nano } from '../ledger/money.js';
 import { generateApiKey, hashApiKey, labelOf } from '../security/api-key.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { accountView, keyInfoView } from './views.js';
@@ -87,6 +88,7 @@ export class AdminService {
     private readonly vault: ByokVault,
     private readonly clock: Clock,
     private readonly config: Config,
+    private readonly admission: Admission,
   ) {}
 
   private async account(id: string): Promise<Account> {
@@ -107,11 +109,20 @@ export class AdminService {
       createdAt: input.created_at ? Date.parse(input.created_at) : this.clock.now(),
       freeModelLimitsExempt: input.free_model_limits_exempt,
     });
-    return accountView(account);
+    return this.view(account);
   }
 
   async getAccount(id: string) {
-    return accountView(await this.account(id));
+    return this.view(await this.account(id));
+  }
+
+  /** An account, with where it stands against its in-flight spending budget. */
+  private async view(account: Account) {
+    const status = await this.admission.status(account);
+    return {
+      ...accountView(account),
+      in_flight: { subject: status.subject, budget: creditsToJson(status.budget), held: creditsToJson(status.held) },
+    };
   }
 
   async addCredits(id: string, body: unknown) {
@@ -125,7 +136,7 @@ export class AdminService {
     }
     const account = await this.ledger.addCredits(id, amount, input.kind, this.clock.now());
     if (!account) throw notFound(`no account with id "${id}"`);
-    return accountView(account);
+    return this.view(account);
   }
 
   async createKey(accountId: string, body: unknown) {

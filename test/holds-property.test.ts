@@ -1,0 +1,146 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Admission, scopes } from '../src/admission/admission.js';
+import { inFlightBudget, inFlightRules } from '../src/admission/applicability.js';
+import type { Ticket } from '../src/admission/ticket.js';
+import { Settlement } from '../src/chat/settlement.js';
+import { ManualClock } from '../src/clock.js';
+import { parseConfig } from '../src/config/load.js';
+import { openDatabase } from '../src/ledger/database.js';
+import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
+import { migrateToLatest } from '../src/ledger/migrations.js';
+import { creditsFromJson } from '../src/ledger/money.js';
+import { MemoryHoldStore } from '../src/limits/memory-hold-store.js';
+import { Catalog } from '../src/routing/catalog.js';
+import { planAttempts } from '../src/routing/plan.js';
+import { GatewayError } from '../src/errors.js';
+
+const WINDOW = 60_000;
+const config = parseConfig({
+  limits: { in_flight: { fraction: 0.5, ceiling: 20, balance_threshold: 100, settlement_window_ms: WINDOW } },
+  providers: [{ id: 'demo', type: 'demo' }],
+  models: [{ id: 't/m', context_length: 100_000, endpoints: [{ provider: 'demo', model: 'm', pricing: { prompt: '0', completion: '0.01' } }] }],
+});
+const catalog = new Catalog(config);
+const attempts = planAttempts([catalog.get('t/m')!], undefined);
+const pricing = attempts[0]!.endpoint.pricing;
+
+type Op =
+  | { kind: 'start'; maxTokens: number }
+  | { kind: 'complete'; pick: number; used: number }
+  | { kind: 'fail'; pick: number }
+  | { kind: 'disconnect'; pick: number; used: number }
+  | { kind: 'topUp'; credits: number }
+  | { kind: 'advance'; ms: number };
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant('start' as const), maxTokens: fc.integer({ min: 1, max: 1500 }) }),
+  fc.record({ kind: fc.constant('complete' as const), pick: fc.nat(), used: fc.double({ min: 0, max: 1, noNaN: true }) }),
+  fc.record({ kind: fc.constant('fail' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('disconnect' as const), pick: fc.nat(), used: fc.double({ min: 0, max: 1, noNaN: true }) }),
+  fc.record({ kind: fc.constant('topUp' as const), credits: fc.integer({ min: 1, max: 30 }) }),
+  fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 90_000 }) }),
+);
+
+describe('in-flight holds under random interleavings (property)', () => {
+  it('never exceed the budget, settle once each, and leave the balance equal to credits minus charges', async () => {
+    const rules = inFlightRules(config);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 60 }), fc.array(op, { minLength: 1, maxLength: 40 }), async (initial, ops) => {
+        const db = openDatabase('sqlite::memory:');
+        await migrateToLatest(db);
+        const ledger = new KyselyLedger(db);
+        const holds = new MemoryHoldStore();
+        const clock = new ManualClock(Date.UTC(2026, 10, 18, 9));
+        const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: 3_600_000 });
+        const account = await ledger.createAccount({ name: 'p', type: 'prepaid', createdAt: clock.now(), freeModelLimitsExempt: false });
+        const key = await ledger.createKey({ hash: 'k', accountId: account.id, name: 'k', label: 'l', limit: null, limitReset: null, includeByokInLimit: false, expiresAt: null, createdAt: clock.now() });
+        let credited = creditsFromJson(initial);
+        await ledger.addCredits(account.id, credited, 'purchase', clock.now());
+        let charged = 0n;
+        let settledCount = 0;
+        let seq = 0;
+        const running: Array<{ settlement: Settlement; ticket: Ticket; maxTokens: number }> = [];
+        const take = (pick: number) => (running.length ? running.splice(pick % running.length, 1)[0] : undefined);
+        const end = (r: { settlement: Settlement; maxTokens: number }, used: number, cancelled: boolean) => {
+          const completionTokens = Math.floor(r.maxTokens * used);
+          const usage = { promptTokens: 3, completionTokens };
+          const input = { usage, pricing, extras: 0n, finishReason: 'stop', cancelled, endedAt: clock.now() };
+          const first = r.settlement.settle(input);
+          const again = r.settlement.settle(input); // a second ending of the same request changes nothing
+          expect(again).toBe(first);
+          charged += first.cost;
+          settledCount += 1;
+        };
+
+        for (const o of ops) {
+          if (o.kind === 'start') {
+            const before = (await ledger.getAccount(account.id))!;
+            const id = `gen-p-${++seq}`;
+            try {
+              const ticket = await admission.admit({
+                id,
+                key,
+                account: before,
+                attempts,
+                messages: [{ role: 'user', content: 'x' }],
+                maxTokens: o.maxTokens,
+                byokProviders: new Set(),
+                byokFeeFraction: 0.05,
+                pluginCharges: 0n,
+                kind: { free: false, paidPlugin: false },
+              });
+              const held = await holds.held(scopes.budget(account.id), clock.now());
+              if (before.balance < rules.balanceThreshold) expect(held).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
+              expect(await holds.held(scopes.balance(account.id), clock.now())).toBeLessThanOrEqual(before.balance);
+              const settlement = new Settlement(
+                ledger,
+                { id, accountId: account.id, keyHash: key.hash, model: 't/m', provider: 'demo', isByok: false, streamed: true, startedAt: clock.now() },
+                0.05,
+                ticket,
+                (err) => {
+                  throw err;
+                },
+              );
+              running.push({ settlement, ticket, maxTokens: o.maxTokens });
+            } catch (err) {
+              expect(err).toBeInstanceOf(GatewayError);
+              expect((err as GatewayError).status).toBe(402);
+            }
+          } else if (o.kind === 'complete') {
+            const r = take(o.pick);
+            if (r) end(r, o.used, false);
+          } else if (o.kind === 'disconnect') {
+            const r = take(o.pick);
+            if (r) end(r, o.used, true);
+          } else if (o.kind === 'fail') {
+            const r = take(o.pick);
+            if (r) r.settlement.settleNothing();
+          } else if (o.kind === 'topUp') {
+            const amount = creditsFromJson(o.credits);
+            credited += amount;
+            await ledger.addCredits(account.id, amount, 'purchase', clock.now());
+          } else {
+            clock.advance(o.ms);
+          }
+          const now = (await ledger.getAccount(account.id))!;
+          expect(now.balance).toBe(credited - charged); // exact, to the last nanocredit
+          expect(now.balance).toBeGreaterThanOrEqual(0n); // running holds never let the balance be overdrawn
+        }
+
+        // Whatever was left running ends; once the window passes nothing is held anywhere.
+        for (const r of running.splice(0)) r.settlement.settleNothing();
+        await ledger.flush();
+        await new Promise((resolve) => setImmediate(resolve));
+        clock.advance(WINDOW);
+        for (const scope of [scopes.budget(account.id), scopes.balance(account.id), scopes.key(key.hash)]) {
+          expect(await holds.held(scope, clock.now())).toBe(0n);
+        }
+        const generations = await db.selectFrom('generations').select(db.fn.countAll().as('n')).executeTakeFirst();
+        expect(Number(generations?.n)).toBe(settledCount);
+        await ledger.close();
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
