@@ -148,6 +148,22 @@ describe('credit limits (spec: Errors / 402, Limits / Credit limits, States and 
       expect((await first)?.status).toBe(200);
     });
 
+    it('platform_key_limit: with include_byok_in_limit, BYOK usage at list price counts against the key', async () => {
+      const acct = await accountWith(10, {}, { limit: 1, include_byok_in_limit: true });
+      const plain = await gw.admin.createKey(acct.id, { limit: 1 });
+      const put = await gw.fetch(`/api/v1/admin/accounts/${acct.id}/byok/fast`, { method: 'PUT', body: { api_key: 'own-key' }, token: ADMIN_TOKEN });
+      expect(put.status).toBe(204);
+      // A BYOK request's list cost is 100 × 0.01 = 1 (the fee charged is 5% of it): against a limit of 1
+      // that counts BYOK, the fee on top does not fit; a key that leaves BYOK out admits it.
+      await expect402(await ask(acct.key, 't/quick', 100), 'platform_key_limit');
+      expect((await ask(plain.key, 't/quick', 100)).status).toBe(200);
+      expect((await ask(acct.key, 't/quick', 50)).status).toBe(200); // 10 tokens answered: list 0.1
+      const status = ((await (await gw.fetch('/api/v1/key', { token: acct.key })).json()) as { data: Record<string, number> }).data;
+      expect(status.byok_usage).toBe(0.1);
+      expect(status.usage).toBe(0.005);
+      expect(status.limit_remaining).toBe(0.895); // 1 − 0.005 − 0.1
+    });
+
     it('platform_credits: the balance cannot cover the request', async () => {
       const acct = await accountWith(150); // at or above the threshold: no in-flight budget
       const body = await expect402(await ask(acct.key, 't/quick', 20_000), 'platform_credits'); // 200 > 150
