@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Agent } from 'undici';
 import { Admission } from './admission/admission.js';
+import { DdosGuard } from './admission/ddos-guard.js';
+import { FreeModelLimits } from './admission/free-limits.js';
 import { AdminService } from './admin/admin-service.js';
 import { ChatService } from './chat/chat-service.js';
 import { systemClock, type Clock } from './clock.js';
@@ -11,6 +13,7 @@ import { openDatabase } from './ledger/database.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
 import type { Ledger } from './ledger/ledger.js';
 import { migrateToLatest } from './ledger/migrations.js';
+import { MemoryCounterStore } from './limits/memory-counter-store.js';
 import { MemoryHoldStore } from './limits/memory-hold-store.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { WebSearch } from './plugins/web-search.js';
@@ -18,6 +21,7 @@ import { DemoProvider } from './providers/demo/demo-provider.js';
 import { OpenAiProvider } from './providers/openai/openai-provider.js';
 import type { ProviderAdapter } from './providers/provider.js';
 import { Catalog } from './routing/catalog.js';
+import { Cooldowns } from './routing/cooldowns.js';
 import { generateAdminToken } from './security/api-key.js';
 import { ByokVault } from './security/byok-vault.js';
 import { SecretBox } from './security/secret-box.js';
@@ -100,6 +104,10 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
   const holds = new MemoryHoldStore();
+  const counters = new MemoryCounterStore();
+  const freeLimits = new FreeModelLimits(counters, config, clock);
+  const ddos = new DdosGuard(counters, config.limits.ddos.per_ip_per_second, clock);
+  const cooldowns = new Cooldowns(clock);
   const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: runningHoldTtl(config) });
   const searchAgent = config.plugins.web ? new Agent({ keepAliveTimeout: 30_000 }) : undefined;
   const webSearch =
@@ -107,7 +115,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       ? new WebSearch({ searchUrl: config.plugins.web.search_url, maxResults: config.plugins.web.max_results, timeoutMs: 10_000, dispatcher: searchAgent })
       : undefined;
   const admin = new AdminService(ledger, vault, clock, config, admission);
-  const chat = new ChatService({ config, catalog, providers, ledger, vault, clock, admission, webSearch, logger });
+  const chat = new ChatService({ config, catalog, providers, ledger, vault, clock, admission, freeLimits, cooldowns, webSearch, logger });
   const inflight = new Inflight();
   const app = buildApp({
     config,
@@ -119,7 +127,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     admin,
     adminToken: adminToken.value,
     inflight,
-    freeRequestsToday: async () => 0,
+    ddos,
+    freeRequestsToday: (accountId) => freeLimits.usedToday(accountId),
   });
 
   let url: string | undefined;
@@ -144,6 +153,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         clearTimeout(grace);
         await ledger.close();
         await holds.close();
+        await counters.close();
         await searchAgent?.close();
         await Promise.all([...providers.values()].map((p) => p.close().catch(() => undefined)));
       }

@@ -1,7 +1,8 @@
 import type { Config } from '../config/schema.js';
 import { limitRemaining } from '../ledger/key-limit.js';
 import type { Account, KeyRecord, KeyUsage } from '../ledger/ledger.js';
-import { creditsFromJson, creditsToJson } from '../ledger/money.js';
+import { freeDailyLimit, isFreeTier } from '../admission/free-limits.js';
+import { creditsToJson } from '../ledger/money.js';
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -37,18 +38,6 @@ export function keyInfoView(k: KeyRecord, usage: KeyUsage) {
     expires_at: isoOrNull(k.expiresAt),
     created_at: new Date(k.createdAt).toISOString(),
   };
-}
-
-/** The free-model daily ceiling of the account's tier: the higher one from one credit below the threshold. */
-export function freeDailyLimit(config: Config, account: Account): number {
-  const f = config.limits.free_models;
-  const threshold = creditsFromJson(f.tier_threshold) - creditsFromJson(1);
-  return account.totalPurchased >= threshold ? f.per_day_high : f.per_day_low;
-}
-
-/** Spec: is_free_tier is false when the account purchased fewer all-time credits than the threshold. */
-export function isFreeTier(config: Config, account: Account): boolean {
-  return account.totalPurchased >= creditsFromJson(config.limits.free_models.free_tier_threshold);
 }
 
 /** GET /api/v1/key: the key's limits and usage, in the shape OpenRouter's SDK parses. */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Admission } from '../admission/admission.js';
+import type { FreeModelLimits } from '../admission/free-limits.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { GatewayError, invalidRequest } from '../errors.js';
@@ -10,6 +11,7 @@ import type { Logger } from '../observability/logger.js';
 import { withSearchResults, type WebSearch } from '../plugins/web-search.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure } from '../providers/provider.js';
 import type { Catalog } from '../routing/catalog.js';
+import type { Cooldowns } from '../routing/cooldowns.js';
 import { planAttempts, requestedModels } from '../routing/plan.js';
 import { route, type Routed } from '../routing/route.js';
 import { usageOf } from '../providers/usage.js';
@@ -37,6 +39,8 @@ export interface ChatServiceDeps {
   vault: ByokVault;
   clock: Clock;
   admission: Admission;
+  freeLimits: FreeModelLimits;
+  cooldowns: Cooldowns;
   webSearch: WebSearch | undefined;
   logger: Logger;
 }
@@ -119,6 +123,16 @@ export class ChatService {
     admission.checkBalanceNotNegative(account);
 
     const byokKeys = await vault.keysFor(key.accountId);
+    const allByok = attempts.every((a) => byokKeys.has(a.endpoint.provider));
+    // Free-model limits: an exempt account, endpoints all marked exempt, or BYOK are neither capped nor counted.
+    const freeLimited =
+      primary !== undefined &&
+      primary.isFree &&
+      !account.freeModelLimitsExempt &&
+      !allByok &&
+      !attempts.filter((a) => a.model === primary).every((a) => a.endpoint.freeLimitsExempt);
+    if (freeLimited) await this.deps.freeLimits.check(account, primary);
+
     const id = newGenerationId(clock.now());
     const ticket = await admission.admit({
       id,
@@ -132,6 +146,15 @@ export class ChatService {
       pluginCharges: webPrice,
       kind: { free: models.every((m) => m.isFree), paidPlugin: webPrice > 0n },
     });
+    if (freeLimited) {
+      // Counted only now that every other check admitted it; a limit filled meanwhile still refuses.
+      try {
+        await this.deps.freeLimits.count(account, primary);
+      } catch (err) {
+        await ticket.settle(0n, Promise.resolve());
+        throw err;
+      }
+    }
 
     let routed: Routed;
     let messages: readonly unknown[] = request.messages;
@@ -158,6 +181,7 @@ export class ChatService {
           return pc?.type === 'openai' ? pc.api_key : undefined;
         },
         signal,
+        cooldowns: this.deps.cooldowns,
       });
     } catch (err) {
       await ticket.settle(0n, Promise.resolve());

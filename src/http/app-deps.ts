@@ -1,4 +1,5 @@
 import type { AdminService } from '../admin/admin-service.js';
+import type { DdosGuard } from '../admission/ddos-guard.js';
 import type { ChatService } from '../chat/chat-service.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
@@ -18,6 +19,7 @@ export interface AppDeps {
   admin: AdminService;
   adminToken: string;
   inflight: Inflight;
+  ddos: DdosGuard;
   /** Free-model requests the account made today (UTC), as the free-model limiter counts them. */
   freeRequestsToday(accountId: string): Promise<number>;
 }

@@ -30,6 +30,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
   app.addContentTypeParser('*', { parseAs: 'string' }, parse);
   registerErrorHandling(app, deps.logger);
+  // The DDoS guard runs first, before a key is looked up or a body is read.
+  app.addHook('onRequest', async (req) => {
+    if (req.url !== '/health') await deps.ddos.check(req.ip);
+  });
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);
   registerAdminRoutes(app, deps);

@@ -7,6 +7,7 @@ import {
   type ProviderAdapter,
   type ProviderFailure,
 } from '../providers/provider.js';
+import type { Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
 
 export interface AttemptFailure {
@@ -32,6 +33,7 @@ export interface RouteInput {
   /** The provider's configured key. */
   platformKey(provider: string): string | undefined;
   signal: AbortSignal;
+  cooldowns: Cooldowns;
 }
 
 /** A chunk that carries output: text, reasoning, a tool call or a finish reason. */
@@ -82,6 +84,20 @@ export async function route(input: RouteInput): Promise<Routed> {
     if (input.signal.aborted) break;
     const provider = input.providers.get(attempt.endpoint.provider);
     if (!provider) continue;
+    const endpointKey = `${attempt.endpoint.provider}\u0000${attempt.endpoint.upstreamModel}`;
+    const cooling = input.cooldowns.cooling(endpointKey);
+    if (cooling) {
+      failures.push({
+        attempt,
+        failure: {
+          kind: 'rate_limited',
+          message: 'skipped: it asked to wait after rate limiting a request',
+          retryAfterMs: cooling.remainingMs,
+          ...(cooling.code === undefined ? {} : { code: cooling.code }),
+        },
+      });
+      continue;
+    }
     const byok = input.byokKey(attempt.endpoint.provider);
     try {
       const answer = await provider.chat({
@@ -97,6 +113,9 @@ export async function route(input: RouteInput): Promise<Routed> {
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
       failures.push({ attempt, failure: err.failure });
+      if (err.failure.kind === 'rate_limited' && err.failure.retryAfterMs !== undefined) {
+        input.cooldowns.note(endpointKey, err.failure.retryAfterMs, err.failure.code);
+      }
     }
   }
   throw exhausted(failures, input.signal.aborted);

@@ -1,0 +1,114 @@
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/schema.js';
+import type { Account } from '../ledger/ledger.js';
+import { creditsFromJson } from '../ledger/money.js';
+import type { Counter, CounterStore } from '../limits/counter-store.js';
+import type { CatalogModel } from '../routing/catalog.js';
+import { platformRateLimited } from './rate-errors.js';
+
+const MINUTE = 60_000;
+
+/** The free-model daily ceiling of the account's tier: the higher one from one credit below the threshold. */
+export function freeDailyLimit(config: Config, account: Account): number {
+  const f = config.limits.free_models;
+  return account.totalPurchased >= creditsFromJson(f.tier_threshold) - creditsFromJson(1) ? f.per_day_high : f.per_day_low;
+}
+
+/** Spec: is_free_tier is false when the account purchased fewer all-time credits than the threshold. */
+export function isFreeTier(config: Config, account: Account): boolean {
+  return account.totalPurchased >= creditsFromJson(config.limits.free_models.free_tier_threshold);
+}
+
+function nextUtcMidnight(now: number): number {
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
+}
+
+const dayKey = (accountId: string, now: number) => `free:day:${accountId}:${Math.floor(now / 86_400_000)}`;
+
+/**
+ * The free-model limits (spec, Limits / Rate limits): per account and model per minute, per account
+ * across all free models per UTC day (the ceiling chosen by purchased credits), and an optional
+ * platform-wide capacity per model per minute. Only admitted requests count.
+ */
+export class FreeModelLimits {
+  constructor(
+    private readonly store: CounterStore,
+    private readonly config: Config,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Free-model requests the account made this UTC day. */
+  async usedToday(accountId: string): Promise<number> {
+    const now = this.clock.now();
+    const [used] = await this.store.peek([dayKey(accountId, now)], now);
+    return used ?? 0;
+  }
+
+  private counters(account: Account, model: CatalogModel, now: number): Counter[] {
+    const f = this.config.limits.free_models;
+    const minuteStart = Math.floor(now / MINUTE) * MINUTE;
+    const counters: Counter[] = [
+      { key: `free:min:${account.id}:${model.id}:${minuteStart}`, limit: model.config.per_minute ?? f.per_minute, resetAt: minuteStart + MINUTE },
+      { key: dayKey(account.id, now), limit: freeDailyLimit(this.config, account), resetAt: nextUtcMidnight(now) },
+    ];
+    const capacity = model.config.capacity_per_minute;
+    if (capacity) counters.push({ key: `cap:${model.id}:${minuteStart}`, limit: capacity, resetAt: minuteStart + MINUTE });
+    return counters;
+  }
+
+  private refusal(account: Account, model: CatalogModel, counter: Counter, index: number, now: number) {
+    const f = this.config.limits.free_models;
+    const seconds = Math.max(1, Math.ceil((counter.resetAt - now) / 1000));
+    const paid = model.id.slice(0, -f.suffix.length);
+    if (index === 0) {
+      return platformRateLimited({
+        limit: 'free-models-per-minute',
+        max: counter.limit,
+        resetAt: counter.resetAt,
+        now,
+        message: `free-model requests are limited to ${counter.limit} per minute for each account and model (${model.id}); this account reached it`,
+        hint: `Wait ${seconds} s (until X-RateLimit-Reset) and retry with backoff; the paid variant ${paid} has no platform request cap.`,
+      });
+    }
+    if (index === 1) {
+      const higher = counter.limit < f.per_day_high;
+      return platformRateLimited({
+        limit: 'free-models-per-day',
+        max: counter.limit,
+        resetAt: counter.resetAt,
+        now,
+        message: `free-model requests are limited to ${counter.limit} per UTC day for this account, all free models together; this account reached it`,
+        hint:
+          `Retrying today does not help: the daily cap resets at ${new Date(counter.resetAt).toISOString()}. ` +
+          (higher ? `Accounts that purchased at least ${f.tier_threshold} credits get ${f.per_day_high} a day; ` : '') +
+          `the paid variant ${paid} has no platform request cap.`,
+      });
+    }
+    return platformRateLimited({
+      limit: 'model-capacity',
+      max: counter.limit,
+      resetAt: counter.resetAt,
+      now,
+      message: `${model.id} is at its platform-wide capacity of ${counter.limit} requests per minute, all accounts together`,
+      hint: `Wait ${seconds} s and retry with backoff, or use another model.`,
+    });
+  }
+
+  /** Refuses (429) when the request would be over a limit; counts nothing. */
+  async check(account: Account, model: CatalogModel): Promise<void> {
+    const now = this.clock.now();
+    const counters = this.counters(account, model, now);
+    const counts = await this.store.peek(counters.map((c) => c.key), now);
+    const over = counters.findIndex((c, i) => (counts[i] ?? 0) >= c.limit);
+    if (over >= 0) throw this.refusal(account, model, counters[over] as Counter, over, now);
+  }
+
+  /** Counts an admitted request against every limit at once; refuses (429) if one filled meanwhile. */
+  async count(account: Account, model: CatalogModel): Promise<void> {
+    const now = this.clock.now();
+    const counters = this.counters(account, model, now);
+    const r = await this.store.hit(counters, now);
+    if (!r.ok) throw this.refusal(account, model, counters[r.failed] as Counter, r.failed, now);
+  }
+}
