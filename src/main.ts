@@ -100,6 +100,12 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     logger.warn('secrets_key is not set: BYOK provider keys are encrypted with a key kept in the database; set secrets_key to keep them apart');
   }
 
+  if (config.redis_url) {
+    logger.warn(
+      'redis_url is set, but this version keeps limits (in-flight holds, rate-limit counters) in process: run a single instance, or several instances will each enforce their own limits',
+    );
+  }
+
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
