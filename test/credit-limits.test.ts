@@ -271,10 +271,22 @@ describe('credit limits (spec: Errors / 402, Limits / Credit limits, States and 
       expect((await ask(acct.key, 't/two-prices', 160)).status).toBe(200); // 4.8 fits
     });
 
-    it('without max_tokens, the estimate uses default_max_tokens', async () => {
+    it('without max_tokens, the estimate uses default_max_tokens, and the upstream is sent that cap', async () => {
       const acct = await accountWith(90); // budget 20; 4096 × 0.01 = 40.96
       const body = await expect402(await ask(acct.key, 't/quick'), 'platform_credits', 'weight_exceeds_budget');
       expect(body.error.metadata.estimated_cost).toBe(40.96);
+      const rich = await accountWith(200);
+      expect((await ask(rich.key, 't/quick')).status).toBe(200);
+      expect(fast.received.at(-1)?.body.max_tokens).toBe(4096); // so it cannot cost more than was held
+      expect((await ask(rich.key, 't/quick', undefined, { max_completion_tokens: 7 })).status).toBe(200);
+      expect(fast.received.at(-1)?.body).toMatchObject({ max_completion_tokens: 7 });
+      expect(fast.received.at(-1)?.body.max_tokens).toBeUndefined();
+    });
+
+    it('a request for n completions holds n times the completion cap', async () => {
+      const acct = await accountWith(50, {}, { limit: 1.5 });
+      expect((await ask(acct.key, 't/quick', 100)).status).toBe(200); // 1.0 fits
+      await expect402(await ask(acct.key, 't/quick', 100, { n: 2 }), 'platform_key_limit'); // 2.0 does not
     });
   });
 

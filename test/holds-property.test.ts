@@ -27,6 +27,7 @@ const pricing = attempts[0]!.endpoint.pricing;
 
 type Op =
   | { kind: 'start'; maxTokens: number }
+  | { kind: 'burst'; starts: number[]; ends: number[] }
   | { kind: 'complete'; pick: number; used: number }
   | { kind: 'fail'; pick: number }
   | { kind: 'disconnect'; pick: number; used: number }
@@ -35,6 +36,11 @@ type Op =
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('start' as const), maxTokens: fc.integer({ min: 1, max: 1500 }) }),
+  fc.record({
+    kind: fc.constant('burst' as const),
+    starts: fc.array(fc.integer({ min: 1, max: 1500 }), { minLength: 1, maxLength: 8 }),
+    ends: fc.array(fc.nat(), { maxLength: 4 }),
+  }),
   fc.record({ kind: fc.constant('complete' as const), pick: fc.nat(), used: fc.double({ min: 0, max: 1, noNaN: true }) }),
   fc.record({ kind: fc.constant('fail' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('disconnect' as const), pick: fc.nat(), used: fc.double({ min: 0, max: 1, noNaN: true }) }),
@@ -42,14 +48,37 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 90_000 }) }),
 );
 
+/**
+ * The ledger as a networked database behaves: every read yields to other work a few times before and
+ * after it answers, so that concurrent admissions and settlements interleave.
+ */
+function slowReads(ledger: KyselyLedger, delays: () => number): KyselyLedger {
+  const yieldTurns = async () => {
+    for (let i = delays(); i > 0; i--) await new Promise((resolve) => setImmediate(resolve));
+  };
+  return new Proxy(ledger, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (prop !== 'getAccount' && prop !== 'keyUsage') return (value as (...a: unknown[]) => unknown).bind(target);
+      return async (...args: unknown[]) => {
+        await yieldTurns();
+        const r = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        await yieldTurns();
+        return r;
+      };
+    },
+  });
+}
+
 describe('in-flight holds under random interleavings (property)', () => {
   it('never exceed the budget, settle once each, and leave the balance equal to credits minus charges', async () => {
     const rules = inFlightRules(config);
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 60 }), fc.array(op, { minLength: 1, maxLength: 40 }), async (initial, ops) => {
+      fc.asyncProperty(fc.oneof(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 100, max: 130 })), fc.array(op, { minLength: 1, maxLength: 30 }), fc.infiniteStream(fc.nat(4)), async (initial, ops, turns) => {
         const db = openDatabase('sqlite::memory:');
         await migrateToLatest(db);
-        const ledger = new KyselyLedger(db);
+        const ledger = slowReads(new KyselyLedger(db), () => turns.next().value as number);
         const holds = new MemoryHoldStore();
         const clock = new ManualClock(Date.UTC(2026, 10, 18, 9));
         const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: 3_600_000 });
@@ -73,8 +102,8 @@ describe('in-flight holds under random interleavings (property)', () => {
           settledCount += 1;
         };
 
-        for (const o of ops) {
-          if (o.kind === 'start') {
+        /** As the chat pipeline does: read the account, then ask for admission. */
+        const start = async (maxTokens: number, alone: boolean) => {
             const before = (await ledger.getAccount(account.id))!;
             const id = `gen-p-${++seq}`;
             try {
@@ -84,15 +113,20 @@ describe('in-flight holds under random interleavings (property)', () => {
                 account: before,
                 attempts,
                 messages: [{ role: 'user', content: 'x' }],
-                maxTokens: o.maxTokens,
+                sideText: '',
+                addedPromptTokens: 0,
+                choices: 1,
+                maxTokens,
                 byokProviders: new Set(),
                 byokFeeFraction: 0.05,
                 pluginCharges: 0n,
                 kind: { free: false, paidPlugin: false },
               });
-              const held = await holds.held(scopes.budget(account.id), clock.now());
-              if (before.balance < rules.balanceThreshold) expect(held).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
-              expect(await holds.held(scopes.balance(account.id), clock.now())).toBeLessThanOrEqual(before.balance);
+              if (alone) {
+                const held = await holds.held(scopes.budget(account.id), clock.now());
+                if (before.balance < rules.balanceThreshold) expect(held).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
+                expect(await holds.held(scopes.balance(account.id), clock.now())).toBeLessThanOrEqual(before.balance);
+              }
               const settlement = new Settlement(
                 ledger,
                 { id, accountId: account.id, keyHash: key.hash, model: 't/m', provider: 'demo', isByok: false, streamed: true, startedAt: clock.now() },
@@ -102,10 +136,38 @@ describe('in-flight holds under random interleavings (property)', () => {
                   throw err;
                 },
               );
-              running.push({ settlement, ticket, maxTokens: o.maxTokens });
+              running.push({ settlement, ticket, maxTokens });
+              return true;
             } catch (err) {
               expect(err).toBeInstanceOf(GatewayError);
               expect((err as GatewayError).status).toBe(402);
+              return false;
+            }
+        };
+
+        for (const o of ops) {
+          if (o.kind === 'start') {
+            await start(o.maxTokens, true);
+          } else if (o.kind === 'burst') {
+            // Admissions and completions at once: the holds must still fit what the account has.
+            const before = (await ledger.getAccount(account.id))!;
+            const admitted = await Promise.all([
+              ...o.starts.map((t) => start(t, false)),
+              ...o.ends.map(async (pick) => {
+                for (let i = turns.next().value as number; i > 0; i--) await new Promise((resolve) => setImmediate(resolve));
+                const r = take(pick);
+                if (r) end(r, 1, false);
+                return false;
+              }),
+            ]);
+            for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+            const after = (await ledger.getAccount(account.id))!;
+            // Every running estimate is covered by the balance.
+            expect(await holds.held(scopes.balance(account.id), clock.now())).toBeLessThanOrEqual(after.balance);
+            // Each admission was checked against the holds and the budget of its moment; the balance only
+            // fell during the burst, and settling only lowers a hold, so the last admission bounds what is held.
+            if (admitted.some(Boolean) && before.balance < rules.balanceThreshold) {
+              expect(await holds.held(scopes.budget(account.id), clock.now())).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
             }
           } else if (o.kind === 'complete') {
             const r = take(o.pick);
@@ -140,7 +202,7 @@ describe('in-flight holds under random interleavings (property)', () => {
         expect(Number(generations?.n)).toBe(settledCount);
         await ledger.close();
       }),
-      { numRuns: 60 },
+      { numRuns: 400 },
     );
   });
 });

@@ -51,6 +51,25 @@ describe('paid plugins and image pricing are cost components', () => {
     expect((upstream.received.at(-1)?.body as { messages: unknown[] }).messages).toHaveLength(1);
   });
 
+  it('the hold covers the most the search results can add to the prompt', async () => {
+    search.script({ kind: 'json', body: { results: [] } });
+    const acct = await gw.account(0.02); // prompt price 0.000001: two results may add ~21,700 tokens
+    const res = await ask(acct.key, { max_tokens: 1, messages: [{ role: 'user', content: 'hi' }], plugins: [{ id: 'web' }] });
+    expect(res.status).toBe(402);
+    const body = (await res.json()) as { error: { metadata: { limit_source: string; estimated_cost: number } } };
+    expect(body.error.metadata.limit_source).toBe('platform_credits');
+    expect(body.error.metadata.estimated_cost).toBeGreaterThan(0.004 + 0.0216);
+  });
+
+  it('tool schemas count as prompt tokens in the estimate', async () => {
+    const acct = await gw.account(0.03);
+    const tools = [{ type: 'function', function: { name: 'f', description: 'x '.repeat(40_000), parameters: { type: 'object' } } }];
+    const withTools = await ask(acct.key, { max_tokens: 1, messages: [{ role: 'user', content: 'hi' }], tools });
+    expect(withTools.status).toBe(402); // ~40,000 prompt tokens × 0.000001 = 0.04 > 0.03
+    const plain = await ask(acct.key, { max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+    expect(plain.status).toBe(200);
+  });
+
   it('an unknown plugin is a 400 naming it', async () => {
     const { key } = await gw.account(1);
     const res = await ask(key, { messages: [{ role: 'user', content: 'hi' }], plugins: [{ id: 'pdf' }] });

@@ -171,6 +171,28 @@ describe('free-model rate limits (spec: Limits / Rate limits, Errors / 429 origi
     expect((await status(a.key)).free_model_daily_requests.used).toBe(4); // 1 + 3 admitted; the refused did not count
   });
 
+  it('a free model reached as a fallback is limited and counted too', async () => {
+    nextMinute();
+    const a = await account(1);
+    const viaFallback = (body: Record<string, unknown>) =>
+      gw.fetch('/api/v1/chat/completions', { token: a.key, body: { max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], ...body } });
+    // `ignore` removing every endpoint leaves nothing to serve: a 400, and nothing is counted.
+    expect((await viaFallback({ model: 'f/a', models: ['f/a', 'f/two:free'], provider: { ignore: ['demo'] } })).status).toBe(400);
+    // The broken free primary fails; the free fallback serves. Both count (one daily request each time).
+    for (let i = 0; i < 2; i++) {
+      const res = await viaFallback({ model: 'f/broken:free', models: ['f/broken:free', 'f/two:free'] });
+      expect(((await res.json()) as { model: string }).model).toBe('f/two:free');
+    }
+    expect((await status(a.key)).free_model_daily_requests.used).toBe(2);
+    // A paid primary that serves never touches the free fallback: not counted, not refused.
+    const paid = await viaFallback({ model: 'f/a', models: ['f/a', 'f/two:free'] });
+    expect(((await paid.json()) as { model: string }).model).toBe('f/a');
+    expect((await status(a.key)).free_model_daily_requests.used).toBe(2);
+    // f/two:free has had its 2 this minute: when the primary fails, the fallback's limit answers.
+    await expect429(await viaFallback({ model: 'f/broken:free', models: ['f/broken:free', 'f/two:free'] }), 'free-models-per-minute');
+    expect((await status(a.key)).free_model_daily_requests.used).toBe(3); // f/broken:free was tried, so it counts
+  });
+
   it('checks run in order: a negative balance (402) comes before the free-model limits (429)', async () => {
     nextMinute();
     const a = await account(1);

@@ -80,13 +80,64 @@ export class Admission {
     }
   }
 
+  /**
+   * Checks the holds just taken against the ledger as it is now: the holds are read first, then the
+   * ledger, and a running hold is dropped only after its charge is committed, so every charge or hold
+   * of a concurrent request is seen at least once. (The balance read before acquiring may be stale
+   * by the time the holds are taken when the ledger is across a network.)
+   */
+  private async verify(req: AdmissionRequest, est: Estimate, taken: readonly string[], budgetScope: string | undefined): Promise<void> {
+    const { holds, ledger, clock } = this.deps;
+    const now = clock.now();
+    const { key, account } = req;
+    const keyScope = taken.includes(scopes.key(key.hash)) ? scopes.key(key.hash) : undefined;
+    const balanceScope = taken.includes(scopes.balance(account.id)) ? scopes.balance(account.id) : undefined;
+    const [keyHeld, balanceHeld, budgetHolds] = await Promise.all([
+      keyScope ? holds.held(keyScope, now) : 0n,
+      balanceScope ? holds.held(balanceScope, now) : 0n,
+      budgetScope ? holds.list(budgetScope, now) : [],
+    ]);
+    const fresh = (await ledger.getAccount(account.id)) ?? account;
+    if (keyScope && key.limit !== null) {
+      const used = usageAgainstLimit(key, await ledger.keyUsage(key.hash, now));
+      const left = key.limit > used ? key.limit - used : 0n;
+      if (keyHeld > left) {
+        const others = keyHeld - (key.includeByokInLimit ? est.keyWithByok : est.credits);
+        throw keyLimitReached({
+          limit: key.limit,
+          remaining: left > others ? left - others : 0n,
+          estimate: key.includeByokInLimit ? est.keyWithByok : est.credits,
+          reset: key.limitReset,
+          resetsAt: key.limitReset ? periodEnd(key.limitReset, now) : null,
+        });
+      }
+    }
+    if (balanceScope && balanceHeld > fresh.balance) {
+      throw balanceCannotCover({ available: fresh.balance - (balanceHeld - est.credits), estimate: est.credits });
+    }
+    if (budgetScope) {
+      const budget = inFlightBudget(this.rules, fresh.balance);
+      const held = budgetHolds.reduce((sum, h) => sum + h.amount, 0n);
+      if (held > budget) {
+        if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
+        throw inFlightBudgetExhausted({
+          held: held - est.credits,
+          budget,
+          estimate: est.credits,
+          retryAfterSeconds: retryAfterSeconds(budgetHolds, held - budget, now, this.rules.settlementWindowMs),
+        });
+      }
+    }
+  }
+
   private async tryAdmit(req: AdmissionRequest, est: Estimate): Promise<Ticket> {
     const { holds, ledger, clock } = this.deps;
     const now = clock.now();
     const until = now + this.deps.runningHoldTtlMs;
     const { key, account, id } = req;
     const taken: string[] = [];
-    const undo = () => Promise.all(taken.map((s) => holds.release(s, id)));
+    let budgetScope: string | undefined;
+    const undo = () => Promise.all([...taken, ...(budgetScope ? [budgetScope] : [])].map((s) => holds.release(s, id)));
     try {
       const keyAmount = key.includeByokInLimit ? est.keyWithByok : est.credits;
       if (key.limit !== null && keyAmount > 0n) {
@@ -112,13 +163,12 @@ export class Admission {
         taken.push(scopes.balance(account.id));
       }
 
-      let budgetScope: string | undefined;
       if (est.credits > 0n && inFlightApplies(this.rules, account, est, req.kind, now)) {
         const budget = inFlightBudget(this.rules, account.balance);
         if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
-        budgetScope = scopes.budget(account.id);
-        const r = await holds.acquire(budgetScope, id, est.credits, budget, now, until);
-        if (!r.ok) {
+        const r = await holds.acquire(scopes.budget(account.id), id, est.credits, budget, now, until);
+        if (r.ok) budgetScope = scopes.budget(account.id);
+        else {
           const need = r.held + est.credits - budget;
           throw inFlightBudgetExhausted({
             held: r.held,
@@ -128,6 +178,7 @@ export class Admission {
           });
         }
       }
+      await this.verify(req, est, taken, budgetScope);
       return new Ticket(holds, id, taken, budgetScope, this.rules.settlementWindowMs, () => clock.now());
     } catch (err) {
       await undo();

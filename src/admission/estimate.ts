@@ -8,8 +8,8 @@ import { contentText, countImages, countPromptTokens } from '../tokenizer/count-
  * so the byte count (plus the chat format's framing) bounds the token count. It costs a pass over the
  * text, not a tokenizer run; `countPromptTokens` is the exact count to refine with when it matters.
  */
-export function promptTokenBound(messages: readonly unknown[]): number {
-  let total = 3;
+export function promptTokenBound(messages: readonly unknown[], sideText = ''): number {
+  let total = 3 + Buffer.byteLength(sideText, 'utf8');
   for (const m of messages) {
     const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown };
     total += 3 + Buffer.byteLength(contentText(msg.content), 'utf8');
@@ -22,8 +22,14 @@ export function promptTokenBound(messages: readonly unknown[]): number {
 export interface EstimateInput {
   attempts: readonly Attempt[];
   messages: readonly unknown[];
+  /** Prompt-side fields besides the messages (tools, response_format), as text. */
+  sideText: string;
+  /** A bound on tokens the gateway itself adds to the prompt (plugin results). */
+  addedPromptTokens: number;
   /** The request's max_tokens, or the configured default cap when it set none. */
   completionTokens: number;
+  /** How many completions the request asks for (`n`). */
+  choices: number;
   /** Providers the account stored its own key for. */
   byokProviders: ReadonlySet<string>;
   byokFeeFraction: number;
@@ -50,10 +56,11 @@ export interface Estimate {
  * price (+ request fee, images, plugins), at the most expensive endpoint the request may be routed to.
  */
 export function estimate(input: EstimateInput, exact: boolean): Estimate {
-  const promptTokens = exact ? countPromptTokens(input.messages) : promptTokenBound(input.messages);
+  const promptTokens =
+    (exact ? countPromptTokens(input.messages, input.sideText) : promptTokenBound(input.messages, input.sideText)) + input.addedPromptTokens;
   const images = countImages(input.messages);
   const plugins = femtoToNanoCeil(input.pluginCharges);
-  const usage = { promptTokens, completionTokens: input.completionTokens, images };
+  const usage = { promptTokens, completionTokens: input.completionTokens * input.choices, images };
   let credits = 0n;
   let keyWithByok = 0n;
   let tokenComponent = false;

@@ -4,9 +4,11 @@ import type { Account } from '../ledger/ledger.js';
 import { creditsFromJson } from '../ledger/money.js';
 import type { Counter, CounterStore } from '../limits/counter-store.js';
 import type { CatalogModel } from '../routing/catalog.js';
+import type { GatewayError } from '../errors.js';
 import { platformRateLimited } from './rate-errors.js';
 
 const MINUTE = 60_000;
+type Kind = 'minute' | 'day' | 'capacity';
 
 /** The free-model daily ceiling of the account's tier: the higher one from one credit below the threshold. */
 export function freeDailyLimit(config: Config, account: Account): number {
@@ -29,7 +31,8 @@ const dayKey = (accountId: string, now: number) => `free:day:${accountId}:${Math
 /**
  * The free-model limits (spec, Limits / Rate limits): per account and model per minute, per account
  * across all free models per UTC day (the ceiling chosen by purchased credits), and an optional
- * platform-wide capacity per model per minute. Only admitted requests count.
+ * platform-wide capacity per model per minute. A request counts when it is about to be sent to a free
+ * model (whatever the upstream then answers); refused requests do not count.
  */
 export class FreeModelLimits {
   constructor(
@@ -45,23 +48,27 @@ export class FreeModelLimits {
     return used ?? 0;
   }
 
-  private counters(account: Account, model: CatalogModel, now: number): Counter[] {
+  /** The counters a request to `model` moves: the model's minute, the account's day (once per request), capacity. */
+  private counters(account: Account, model: CatalogModel, withDay: boolean, now: number): Array<{ counter: Counter; kind: Kind }> {
     const f = this.config.limits.free_models;
     const minuteStart = Math.floor(now / MINUTE) * MINUTE;
-    const counters: Counter[] = [
-      { key: `free:min:${account.id}:${model.id}:${minuteStart}`, limit: model.config.per_minute ?? f.per_minute, resetAt: minuteStart + MINUTE },
-      { key: dayKey(account.id, now), limit: freeDailyLimit(this.config, account), resetAt: nextUtcMidnight(now) },
+    const out: Array<{ counter: Counter; kind: Kind }> = [
+      {
+        kind: 'minute',
+        counter: { key: `free:min:${account.id}:${model.id}:${minuteStart}`, limit: model.config.per_minute ?? f.per_minute, resetAt: minuteStart + MINUTE },
+      },
     ];
+    if (withDay) out.push({ kind: 'day', counter: { key: dayKey(account.id, now), limit: freeDailyLimit(this.config, account), resetAt: nextUtcMidnight(now) } });
     const capacity = model.config.capacity_per_minute;
-    if (capacity) counters.push({ key: `cap:${model.id}:${minuteStart}`, limit: capacity, resetAt: minuteStart + MINUTE });
-    return counters;
+    if (capacity) out.push({ kind: 'capacity', counter: { key: `cap:${model.id}:${minuteStart}`, limit: capacity, resetAt: minuteStart + MINUTE } });
+    return out;
   }
 
-  private refusal(account: Account, model: CatalogModel, counter: Counter, index: number, now: number) {
+  private refusal(model: CatalogModel, counter: Counter, kind: Kind, now: number): GatewayError {
     const f = this.config.limits.free_models;
     const seconds = Math.max(1, Math.ceil((counter.resetAt - now) / 1000));
     const paid = model.id.slice(0, -f.suffix.length);
-    if (index === 0) {
+    if (kind === 'minute') {
       return platformRateLimited({
         limit: 'free-models-per-minute',
         max: counter.limit,
@@ -71,7 +78,7 @@ export class FreeModelLimits {
         hint: `Wait ${seconds} s (until X-RateLimit-Reset) and retry with backoff; the paid variant ${paid} has no platform request cap.`,
       });
     }
-    if (index === 1) {
+    if (kind === 'day') {
       const higher = counter.limit < f.per_day_high;
       return platformRateLimited({
         limit: 'free-models-per-day',
@@ -95,20 +102,26 @@ export class FreeModelLimits {
     });
   }
 
-  /** Refuses (429) when the request would be over a limit; counts nothing. */
+  /** Refuses (429) when a request to `model` would be over a limit; counts nothing. */
   async check(account: Account, model: CatalogModel): Promise<void> {
     const now = this.clock.now();
-    const counters = this.counters(account, model, now);
-    const counts = await this.store.peek(counters.map((c) => c.key), now);
-    const over = counters.findIndex((c, i) => (counts[i] ?? 0) >= c.limit);
-    if (over >= 0) throw this.refusal(account, model, counters[over] as Counter, over, now);
+    const all = this.counters(account, model, true, now);
+    const counts = await this.store.peek(all.map((c) => c.counter.key), now);
+    const over = all.find((c, i) => (counts[i] ?? 0) >= c.counter.limit);
+    if (over) throw this.refusal(model, over.counter, over.kind, now);
   }
 
-  /** Counts an admitted request against every limit at once; refuses (429) if one filled meanwhile. */
-  async count(account: Account, model: CatalogModel): Promise<void> {
+  /**
+   * Counts a request about to be sent to `model` against every limit at once (the account's day only
+   * for the first free model the request tries); refuses (429) when one is full.
+   */
+  async count(account: Account, model: CatalogModel, withDay: boolean): Promise<void> {
     const now = this.clock.now();
-    const counters = this.counters(account, model, now);
-    const r = await this.store.hit(counters, now);
-    if (!r.ok) throw this.refusal(account, model, counters[r.failed] as Counter, r.failed, now);
+    const all = this.counters(account, model, withDay, now);
+    const r = await this.store.hit(all.map((c) => c.counter), now);
+    if (!r.ok) {
+      const over = all[r.failed] as (typeof all)[number];
+      throw this.refusal(model, over.counter, over.kind, now);
+    }
   }
 }

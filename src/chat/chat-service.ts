@@ -8,15 +8,15 @@ import type { KeyRecord, Ledger } from '../ledger/ledger.js';
 import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js';
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
-import { withSearchResults, type WebSearch } from '../plugins/web-search.js';
+import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure } from '../providers/provider.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Cooldowns } from '../routing/cooldowns.js';
-import { planAttempts, requestedModels } from '../routing/plan.js';
+import { planAttempts, requestedModels, type Attempt } from '../routing/plan.js';
 import { route, type Routed } from '../routing/route.js';
 import { usageOf } from '../providers/usage.js';
 import type { ByokVault } from '../security/byok-vault.js';
-import { countImages, countPromptTokens, countTokens } from '../tokenizer/count-tokens.js';
+import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
 import {
   answerText,
   deliveredText,
@@ -78,10 +78,19 @@ export function newGenerationId(nowMs: number): string {
   return `gen-${Math.floor(nowMs / 1000)}-${randomBytes(10).toString('base64url')}`;
 }
 
-function upstreamBody(req: ChatRequest, messages: readonly unknown[]): ChatBody {
+/**
+ * What the upstream is sent: the client's body without the gateway's own fields. A request that set
+ * no completion cap gets the one its hold was estimated with, so it cannot cost more than was held.
+ */
+function upstreamBody(req: ChatRequest, messages: readonly unknown[], defaultMaxTokens: number): ChatBody {
   const body: ChatBody = { ...req, messages };
   for (const field of GATEWAY_FIELDS) delete body[field];
   delete body.stream;
+  if (requestedMaxTokens(req) === undefined) {
+    delete body.max_tokens;
+    delete body.max_completion_tokens;
+    body.max_tokens = defaultMaxTokens;
+  }
   return body;
 }
 
@@ -123,15 +132,24 @@ export class ChatService {
     admission.checkBalanceNotNegative(account);
 
     const byokKeys = await vault.keysFor(key.accountId);
-    const allByok = attempts.every((a) => byokKeys.has(a.endpoint.provider));
-    // Free-model limits: an exempt account, endpoints all marked exempt, or BYOK are neither capped nor counted.
-    const freeLimited =
-      primary !== undefined &&
-      primary.isFree &&
-      !account.freeModelLimitsExempt &&
-      !allByok &&
-      !attempts.filter((a) => a.model === primary).every((a) => a.endpoint.freeLimitsExempt);
-    if (freeLimited) await this.deps.freeLimits.check(account, primary);
+    // Free-model limits apply to each free model the request may be served by, unless the account is
+    // exempt, or all of that model's endpoints here are marked exempt or served with the account's keys.
+    // The first model is checked now (its 429 comes before any 402); each is counted when tried.
+    const limitedFree = new Set(
+      account.freeModelLimitsExempt
+        ? []
+        : models.filter((m) => {
+            const eps = attempts.filter((a) => a.model === m).map((a) => a.endpoint);
+            return m.isFree && eps.length > 0 && !eps.every((e) => e.freeLimitsExempt || byokKeys.has(e.provider));
+          }),
+    );
+    if (primary && limitedFree.has(primary)) await this.deps.freeLimits.check(account, primary);
+    const counted = new Set<string>();
+    const countFree = async (attempt: Attempt) => {
+      if (!limitedFree.has(attempt.model) || counted.has(attempt.model.id)) return;
+      await this.deps.freeLimits.count(account, attempt.model, counted.size === 0);
+      counted.add(attempt.model.id);
+    };
 
     const id = newGenerationId(clock.now());
     const ticket = await admission.admit({
@@ -140,21 +158,15 @@ export class ChatService {
       account,
       attempts,
       messages: request.messages,
+      sideText: promptSideText(request),
+      addedPromptTokens: web ? searchResultsTokenBound(config.plugins.web?.max_results ?? 0) : 0,
+      choices: request.n ?? 1,
       maxTokens,
       byokProviders: new Set(byokKeys.keys()),
       byokFeeFraction: config.limits.byok_fee,
       pluginCharges: webPrice,
       kind: { free: models.every((m) => m.isFree), paidPlugin: webPrice > 0n },
     });
-    if (freeLimited) {
-      // Counted only now that every other check admitted it; a limit filled meanwhile still refuses.
-      try {
-        await this.deps.freeLimits.count(account, primary);
-      } catch (err) {
-        await ticket.settle(0n, Promise.resolve());
-        throw err;
-      }
-    }
 
     let routed: Routed;
     let messages: readonly unknown[] = request.messages;
@@ -172,7 +184,7 @@ export class ChatService {
       }
       routed = await route({
         attempts,
-        body: upstreamBody(request, messages),
+        body: upstreamBody(request, messages, config.limits.in_flight.default_max_tokens),
         stream: request.stream === true,
         providers,
         byokKey: (p) => byokKeys.get(p),
@@ -182,6 +194,7 @@ export class ChatService {
         },
         signal,
         cooldowns: this.deps.cooldowns,
+        beforeAttempt: countFree,
       });
     } catch (err) {
       await ticket.settle(0n, Promise.resolve());
@@ -215,7 +228,7 @@ export class ChatService {
   private countedUsage(started: Started, completionText: string): TokenUsage {
     const messages = started.messages;
     return {
-      promptTokens: countPromptTokens(messages),
+      promptTokens: countPromptTokens(messages, promptSideText(started.request)),
       completionTokens: countTokens(completionText),
       images: countImages(messages),
     };

@@ -27,6 +27,7 @@ export const chatRequestSchema = z.looseObject({
   stream: z.boolean({ error: 'must be true or false' }).optional(),
   max_tokens: tokens.nullish(),
   max_completion_tokens: tokens.nullish(),
+  n: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(128, 'must be at most 128').nullish(),
   provider: z
     .looseObject({
       order: providerIds.optional(),

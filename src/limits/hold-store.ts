@@ -28,5 +28,7 @@ export interface HoldStore {
   release(scope: string, id: string): Promise<void>;
   /** The sum of the scope's active holds at `now`. */
   held(scope: string, now: number): Promise<Nano>;
+  /** The scope's active holds at `now`. */
+  list(scope: string, now: number): Promise<HoldView[]>;
   close(): Promise<void>;
 }

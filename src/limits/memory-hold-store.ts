@@ -52,6 +52,11 @@ export class MemoryHoldStore implements HoldStore {
     return MemoryHoldStore.sum(this.active(scope, now));
   }
 
+  async list(scope: string, now: number): Promise<HoldView[]> {
+    const holds = this.active(scope, now);
+    return holds ? [...holds.values()].map((h) => ({ ...h })) : [];
+  }
+
   async close(): Promise<void> {
     this.scopes.clear();
   }

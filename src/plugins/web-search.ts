@@ -52,13 +52,27 @@ function lastUserText(messages: readonly unknown[]): string {
   return '';
 }
 
-/** The messages with the search results put in front as a system message. */
+/** How much of each result goes into the prompt, in characters. */
+const LIMITS = { title: 200, url: 500, text: 2000 };
+const HEADER = 'Web search results (cite them by number where you use them):\n\n';
+
+/**
+ * A bound on the prompt tokens the results can add (every token is at least one UTF-8 byte, every
+ * character at most four), so that a request's hold covers them before the search runs.
+ */
+export function searchResultsTokenBound(maxResults: number): number {
+  return HEADER.length + 3 + maxResults * (4 * (LIMITS.title + LIMITS.url + LIMITS.text) + 16);
+}
+
+/** The messages with the search results (each cut to its limits) put in front as a system message. */
 export function withSearchResults(messages: readonly unknown[], results: readonly SearchResult[]): unknown[] {
   if (results.length === 0) return [...messages];
-  const lines = results.map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.text}`);
+  const lines = results.map(
+    (r, i) => `[${i + 1}] ${r.title.slice(0, LIMITS.title)} (${r.url.slice(0, LIMITS.url)})\n${r.text.slice(0, LIMITS.text)}`,
+  );
   const system = {
     role: 'system',
-    content: `Web search results (cite them by number where you use them):\n\n${lines.join('\n\n')}`,
+    content: `${HEADER}${lines.join('\n\n')}`,
   };
   return [system, ...messages];
 }

@@ -34,6 +34,8 @@ export interface RouteInput {
   platformKey(provider: string): string | undefined;
   signal: AbortSignal;
   cooldowns: Cooldowns;
+  /** Runs before an attempt is sent; a GatewayError it throws (a platform limit) skips the attempt. */
+  beforeAttempt?: (attempt: Attempt) => Promise<void>;
 }
 
 /** A chunk that carries output: text, reasoning, a tool call or a finish reason. */
@@ -80,10 +82,20 @@ async function primeStream(chunks: AsyncIterable<Chunk>): Promise<AsyncIterable<
  */
 export async function route(input: RouteInput): Promise<Routed> {
   const failures: AttemptFailure[] = [];
+  const refusals: GatewayError[] = [];
   for (const attempt of input.attempts) {
     if (input.signal.aborted) break;
     const provider = input.providers.get(attempt.endpoint.provider);
     if (!provider) continue;
+    if (input.beforeAttempt) {
+      try {
+        await input.beforeAttempt(attempt);
+      } catch (err) {
+        if (!(err instanceof GatewayError)) throw err;
+        refusals.push(err);
+        continue;
+      }
+    }
     const endpointKey = `${attempt.endpoint.provider}\u0000${attempt.endpoint.upstreamModel}`;
     const cooling = input.cooldowns.cooling(endpointKey);
     if (cooling) {
@@ -118,11 +130,14 @@ export async function route(input: RouteInput): Promise<Routed> {
       }
     }
   }
-  throw exhausted(failures, input.signal.aborted);
+  throw exhausted(failures, refusals, input.signal.aborted);
 }
 
-function exhausted(failures: AttemptFailure[], aborted: boolean): GatewayError {
+function exhausted(failures: AttemptFailure[], refusals: GatewayError[], aborted: boolean): GatewayError {
   if (aborted) return new GatewayError('upstream_failed', 'the request was cancelled by the client');
+  // A platform limit kept the request from a model that might have served it: that limit answers.
+  const refusal = refusals[0];
+  if (refusal && !failures.some((f) => f.failure.kind === 'rate_limited')) return refusal;
   const last = failures[failures.length - 1];
   const providerName = last?.attempt.endpoint.provider;
   const limited = failures.filter((f) => f.failure.kind === 'rate_limited');

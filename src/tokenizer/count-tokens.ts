@@ -32,9 +32,19 @@ export function countImages(messages: readonly unknown[]): number {
   return n;
 }
 
+/**
+ * The request's prompt-side fields besides the messages (tool schemas, a response format), as the text
+ * an upstream tokenizes with the prompt.
+ */
+export function promptSideText(body: Record<string, unknown>): string {
+  const side: Record<string, unknown> = {};
+  for (const field of ['tools', 'functions', 'tool_choice', 'response_format']) if (body[field] !== undefined) side[field] = body[field];
+  return Object.keys(side).length > 0 ? JSON.stringify(side) : '';
+}
+
 /** Prompt tokens of a chat request, counted by the gateway when the upstream reports none. */
-export function countPromptTokens(messages: readonly unknown[]): number {
-  let total = 3;
+export function countPromptTokens(messages: readonly unknown[], sideText = ''): number {
+  let total = 3 + countTokens(sideText);
   for (const m of messages) {
     const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown };
     total += TOKENS_PER_MESSAGE + countTokens(contentText(msg.content));
