@@ -7,11 +7,11 @@
 // proxy and reads the proxy process's CPU time (user + system) before and after. Prints requests/s,
 // CPU µs per request, the Tollgate/bare ratio and p50/p99 latency. Stops every process it started.
 //
-// Options: --requests N (3000)  --warmup N (500)  --concurrency N (16)  --rounds N (2)
-//          --modes json,sse  --json FILE (write the results)  --profile DIR (node --cpu-prof on Tollgate)
+// Options (bench/README.md): --requests N (3000)  --warmup N (2000)  --concurrency N (16)  --rounds N (3)
+//   --modes json,sse  --json FILE  --profile DIR  --pin auto|on|off  --window-ms N  --deadline-s N (240)
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,9 +24,9 @@ const root = path.resolve(here, '..');
 const { values: opt } = parseArgs({
   options: {
     requests: { type: 'string', default: '3000' },
-    warmup: { type: 'string', default: '500' },
+    warmup: { type: 'string', default: '2000' },
     concurrency: { type: 'string', default: '16' },
-    rounds: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
     modes: { type: 'string', default: 'json,sse' },
     json: { type: 'string' },
     profile: { type: 'string' },
@@ -149,8 +149,12 @@ async function stopChild(child, graceMs = 12_000) {
   children.delete(child);
 }
 
+/** The temp dir (config, SQLite ledger) of this run; removed on every way out. */
+let tmp;
+
 async function stopAll() {
   await Promise.all([...children].map((c) => stopChild(c)));
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
 }
 
 // Last resort (an uncaught error, process.exit): no child outlives this process.
@@ -256,11 +260,13 @@ async function runLoad(target, mode, n) {
   return { elapsedMs: performance.now() - t0, latencies };
 }
 
+// The load generator's connections: one per worker; a request that hangs fails the run after 10 s.
+const LOAD_POOL = { connections: CONCURRENCY, headersTimeout: 10_000, bodyTimeout: 10_000 };
+
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function measure(target, mode) {
-  if (WARMUP > 0) await runLoad(target, mode, WARMUP);
-  await pause(150); // let deferred work of the warm-up (charges, GC) finish outside the window
+  await pause(150); // let deferred work of what ran before (charges, GC) finish outside the window
   const before = await cpuOf(target.child);
   const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS);
   await pause(150); // deferred work of the measured requests (group-committed charges) counts
@@ -438,75 +444,98 @@ function summarizeProfile(file, top = 10) {
 
 // ---------------------------------------------------------------------------------------------
 
+/** A fresh bare proxy and a fresh Tollgate (own ledger, empty hold store) for one mode. */
+async function startProxies(mode, upstreamUrl, tmp, profileDir) {
+  const probe = ['--import', new URL('./cpu-probe.mjs', import.meta.url).href];
+  const bare = await startChild(`bare proxy (${mode})`, [...probe, path.join(here, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)], /listening (\d+)/, {
+    ipc: true,
+    cpus: PIN?.proxy,
+  });
+
+  const dir = mkdtempSync(path.join(tmp, `${mode}-`));
+  const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
+  const configFile = path.join(dir, 'tollgate.yaml');
+  writeFileSync(configFile, tollgateConfig(upstreamUrl, path.join(dir, 'tollgate.db'), adminToken));
+  const profArgs = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `tollgate-${mode}-${Date.now()}.cpuprofile`] : [];
+  const tg = await startChild(`tollgate (${mode})`, [...profArgs, ...probe, CLI, 'serve', '--config', configFile], /listening on (http:\/\/127\.0\.0\.1:\d+)/, {
+    ipc: true,
+    cpus: PIN?.proxy,
+  });
+  const base = tg.match[1];
+  const setup = await setupTollgate(base, adminToken);
+  return {
+    setup,
+    base,
+    profile: profArgs.length ? path.join(profileDir, profArgs[4]) : undefined,
+    bare: {
+      name: 'bare',
+      child: bare.child,
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json' },
+      pool: new Pool(`http://127.0.0.1:${bare.match[1]}`, LOAD_POOL),
+    },
+    tollgate: {
+      name: 'tollgate',
+      child: tg.child,
+      path: '/api/v1/chat/completions',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${setup.key}` },
+      pool: new Pool(base, LOAD_POOL),
+    },
+  };
+}
+
 async function main() {
-  const tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
+  tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
   const deadline = setTimeout(() => {
     process.stderr.write(`bench: over the ${opt['deadline-s']} s deadline; stopping\n`);
     stopAll().finally(() => process.exit(1));
   }, Number(opt['deadline-s']) * 1000);
   deadline.unref();
   const pools = [];
+  const profiles = [];
   let profileDir;
+  if (opt.profile) {
+    profileDir = path.resolve(opt.profile);
+    mkdirSync(profileDir, { recursive: true });
+  }
+  const cpuModel = cpus()[0]?.model ?? 'unknown CPU';
   try {
-    const probe = ['--import', new URL('./cpu-probe.mjs', import.meta.url).href];
-
     const { match: up } = await startChild('fake upstream', [path.join(here, 'fake-upstream.mjs')], /listening (\d+)/, { cpus: PIN?.others });
     const upstreamUrl = `http://127.0.0.1:${up[1]}`;
 
-    const bare = await startChild('bare proxy', [...probe, path.join(here, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)], /listening (\d+)/, {
-      ipc: true,
-      cpus: PIN?.proxy,
-    });
-
-    const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
-    const configFile = path.join(tmp, 'tollgate.yaml');
-    writeFileSync(configFile, tollgateConfig(upstreamUrl, path.join(tmp, 'tollgate.db'), adminToken));
-    const profArgs = [];
-    if (opt.profile) {
-      profileDir = path.resolve(opt.profile);
-      mkdirSync(profileDir, { recursive: true });
-      profArgs.push('--cpu-prof', '--cpu-prof-dir', profileDir);
-    }
-    const tg = await startChild('tollgate', [...profArgs, ...probe, CLI, 'serve', '--config', configFile], /listening on (http:\/\/127\.0\.0\.1:\d+)/, {
-      ipc: true,
-      cpus: PIN?.proxy,
-    });
-    const tgBase = tg.match[1];
-    const setup = await setupTollgate(tgBase, adminToken);
-
-    const targets = {
-      bare: { name: 'bare', child: bare.child, path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } },
-      tollgate: {
-        name: 'tollgate',
-        child: tg.child,
-        path: '/api/v1/chat/completions',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${setup.key}` },
-      },
-    };
-    targets.bare.pool = new Pool(`http://127.0.0.1:${bare.match[1]}`, { connections: CONCURRENCY });
-    targets.tollgate.pool = new Pool(tgBase, { connections: CONCURRENCY });
-    pools.push(targets.bare.pool, targets.tollgate.pool);
-
-    const cpuModel = cpus()[0]?.model ?? 'unknown CPU';
     process.stdout.write(
       `Tollgate CPU overhead vs a bare undici pass-through — ${new Date().toISOString()}\n` +
-        `node ${process.version}, ${NCPU} CPUs (${cpuModel}); ${REQUESTS} requests per round after ` +
-        `${WARMUP} warm-up, ${ROUNDS} round(s), concurrency ${CONCURRENCY}, ${BODIES.json.length}-byte request body\n` +
+        `node ${process.version}, ${NCPU} CPUs (${cpuModel}); per mode: ${WARMUP} warm-up requests, then ${ROUNDS} round(s) of ` +
+        `${REQUESTS} requests per proxy, concurrency ${CONCURRENCY}, ${BODIES.json.length}-byte request body\n` +
         (PIN ? `pinned: proxies on CPU ${PIN.proxy}, load generator and fake upstream on CPU ${PIN.others}\n` : 'not pinned to CPUs\n') +
-        `Tollgate: prepaid account with 50 credits (in-flight budget ${setup.inFlight.budget} applies), key limit 40/day, ` +
-        `paid model, settlement window ${WINDOW_MS ?? 60000} ms${WINDOW_MS === undefined ? ' (default)' : ''}, SQLite ledger in ${tmp}\n` +
+        `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 40/day, ` +
+        `paid model, settlement window ${WINDOW_MS ?? 60000} ms${WINDOW_MS === undefined ? ' (default)' : ''}, SQLite ledger under ${tmp}\n` +
         (opt.profile ? 'NOTE: --profile is on: Tollgate runs under the CPU profiler, its numbers are inflated.\n' : '') +
         '\n',
     );
 
     const runs = {};
+    const ledger = {};
     for (const mode of MODES) {
+      const p = await startProxies(mode, upstreamUrl, tmp, profileDir);
+      pools.push(p.bare.pool, p.tollgate.pool);
+      if (!p.setup.inFlight.subject) throw new Error('the in-flight budget does not apply');
       runs[mode] = { bare: [], tollgate: [] };
+      // Warm-up, once per proxy: lets V8 optimise the hot paths before anything is measured.
+      if (WARMUP > 0) for (const name of ['bare', 'tollgate']) await runLoad(p[name], mode, WARMUP);
       for (let round = 0; round < ROUNDS; round++) {
-        // Alternate the order between rounds, so drift (thermal, page cache, JIT) does not favour one side.
+        // Alternate the order between rounds, so drift does not favour one side.
         const order = round % 2 === 0 ? ['bare', 'tollgate'] : ['tollgate', 'bare'];
-        for (const name of order) runs[mode][name].push(await measure(targets[name], mode));
+        for (const name of order) runs[mode][name].push(await measure(p[name], mode));
       }
+      // Sanity: every Tollgate request was charged, exactly (260 prompt × 0.000001 + 20 completion × 0.000002).
+      await pause(200);
+      const credits = await (await fetch(`${p.base}/api/v1/credits`, { headers: { authorization: `Bearer ${p.setup.key}` } })).json();
+      const sent = WARMUP + ROUNDS * REQUESTS;
+      ledger[mode] = { sent, charged: credits.data.total_usage, expected: Math.round(sent * 0.0003 * 1e9) / 1e9 };
+      await Promise.all([p.bare.pool, p.tollgate.pool].map((x) => x.destroy().catch(() => undefined)));
+      await Promise.all([stopChild(p.bare.child), stopChild(p.tollgate.child)]);
+      if (p.profile) profiles.push([mode, p.profile]);
     }
 
     const results = {};
@@ -518,43 +547,44 @@ async function main() {
     }
     printTable(results);
 
-    // Sanity: every Tollgate request was charged, exactly (260 prompt × 0.000001 + 20 completion × 0.000002).
-    await pause(200);
-    const credits = await (
-      await fetch(`${tgBase}/api/v1/credits`, { headers: { authorization: `Bearer ${setup.key}` } })
-    ).json();
-    const sent = MODES.length * ROUNDS * (WARMUP + REQUESTS);
-    const expected = Math.round(sent * 0.0003 * 1e9) / 1e9;
-    const charged = credits.data.total_usage;
-    process.stdout.write(
-      `\nledger check: ${sent} Tollgate requests, total_usage ${charged} credits (expected ${expected}) ${charged === expected ? 'OK' : 'MISMATCH'}\n`,
-    );
-    const mismatch = Object.values(results).flatMap((r) =>
-      ['bare', 'tollgate'].filter((n) => Math.abs(r[n].proc_cpu_us_per_req - r[n].cpu_us_per_req) * REQUESTS > 2 * (1e6 / CLK_TCK) + 0.05 * r[n].cpu_us_per_req * REQUESTS),
+    process.stdout.write('\n');
+    for (const [mode, l] of Object.entries(ledger)) {
+      const ok = l.charged === l.expected;
+      if (!ok) process.exitCode = 1;
+      process.stdout.write(`ledger check (${mode}): ${l.sent} Tollgate requests, total_usage ${l.charged} credits (expected ${l.expected}) ${ok ? 'OK' : 'MISMATCH'}\n`);
+    }
+    const mismatch = Object.entries(results).flatMap(([mode, r]) =>
+      ['bare', 'tollgate']
+        .filter((n) => Math.abs(r[n].proc_cpu_us_per_req - r[n].cpu_us_per_req) * REQUESTS > 2 * (1e6 / CLK_TCK) + 0.05 * r[n].cpu_us_per_req * REQUESTS)
+        .map((n) => `${mode} ${n}`),
     );
     if (mismatch.length) process.stdout.write(`warning: /proc and process.cpuUsage() disagree for ${mismatch.join(', ')}\n`);
 
     if (opt.json) {
-      writeFileSync(
-        opt.json,
-        `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: NCPU, pinned: Boolean(PIN), window_ms: WINDOW_MS ?? 60000, cpu: cpuModel, requests: REQUESTS, warmup: WARMUP, rounds: ROUNDS, concurrency: CONCURRENCY, results, ledger: { sent, charged, expected } }, null, 2)}\n`,
-      );
+      const out = {
+        date: new Date().toISOString(),
+        node: process.version,
+        cpus: NCPU,
+        cpu: cpuModel,
+        pinned: Boolean(PIN),
+        window_ms: WINDOW_MS ?? 60000,
+        requests: REQUESTS,
+        warmup: WARMUP,
+        rounds: ROUNDS,
+        concurrency: CONCURRENCY,
+        results,
+        ledger,
+      };
+      writeFileSync(opt.json, `${JSON.stringify(out, null, 2)}\n`);
       process.stdout.write(`results written to ${opt.json}\n`);
     }
-    if (charged !== expected) process.exitCode = 1;
   } finally {
     clearTimeout(deadline);
     await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
     await stopAll();
-    rmSync(tmp, { recursive: true, force: true });
   }
-  if (profileDir) {
-    const files = readdirSync(profileDir)
-      .filter((f) => f.endsWith('.cpuprofile'))
-      .map((f) => path.join(profileDir, f))
-      .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-    if (files[0]) process.stdout.write(`\n${summarizeProfile(files[0])}`);
-    else process.stdout.write(`\nno .cpuprofile was written to ${profileDir}\n`);
+  for (const [mode, file] of profiles) {
+    process.stdout.write(`\n[${mode}] ${existsSync(file) ? summarizeProfile(file) : `no profile was written to ${file}\n`}`);
   }
 }
 
