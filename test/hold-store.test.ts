@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ExpiryHeap } from '../src/limits/expiry-heap.js';
 import type { HoldStore } from '../src/limits/hold-store.js';
 import { MemoryHoldStore } from '../src/limits/memory-hold-store.js';
 
@@ -53,3 +55,17 @@ for (const [name, make] of stores) {
     });
   });
 }
+
+describe('expiry heap', () => {
+  it('pops in deadline order whatever the push order', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 1000 })), (times) => {
+        const h = new ExpiryHeap();
+        times.forEach((at, i) => h.push({ at, id: String(i), version: i }));
+        const out: number[] = [];
+        for (let e = h.pop(); e; e = h.pop()) out.push(e.at);
+        expect(out).toEqual([...times].sort((x, y) => x - y));
+      }),
+    );
+  });
+});

@@ -1,63 +1,95 @@
 import type { Nano } from '../ledger/money.js';
+import { ExpiryHeap } from './expiry-heap.js';
 import type { AcquireResult, HoldStore, HoldView } from './hold-store.js';
 
-/** Holds in this process: one node's limits, exact, with no round trip. */
-export class MemoryHoldStore implements HoldStore {
-  private readonly scopes = new Map<string, Map<string, HoldView>>();
+interface Hold extends HoldView {
+  version: number;
+}
 
-  private active(scope: string, now: number): Map<string, HoldView> | undefined {
-    const holds = this.scopes.get(scope);
-    if (!holds) return undefined;
-    for (const [id, h] of holds) if (h.until <= now) holds.delete(id);
-    if (holds.size === 0) {
-      this.scopes.delete(scope);
+interface Scope {
+  total: Nano;
+  holds: Map<string, Hold>;
+  expiries: ExpiryHeap;
+}
+
+/**
+ * Holds in this process: one node's limits, exact, with no round trip. Each scope keeps its running
+ * total and a heap of deadlines, so a request costs O(log n) however many holds are settling.
+ */
+export class MemoryHoldStore implements HoldStore {
+  private readonly scopes = new Map<string, Scope>();
+  private version = 0;
+
+  /** The scope with every hold past its deadline dropped. */
+  private active(name: string, now: number): Scope | undefined {
+    const scope = this.scopes.get(name);
+    if (!scope) return undefined;
+    for (let e = scope.expiries.peek(); e && e.at <= now; e = scope.expiries.peek()) {
+      scope.expiries.pop();
+      const h = scope.holds.get(e.id);
+      if (h && h.version === e.version) this.drop(scope, e.id, h);
+    }
+    if (scope.holds.size === 0) {
+      this.scopes.delete(name);
       return undefined;
     }
-    return holds;
+    return scope;
   }
 
-  private static sum(holds: Map<string, HoldView> | undefined): Nano {
-    let total = 0n;
-    if (holds) for (const h of holds.values()) total += h.amount;
-    return total;
+  private drop(scope: Scope, id: string, h: Hold): void {
+    scope.holds.delete(id);
+    scope.total -= h.amount;
+  }
+
+  private put(scope: Scope, id: string, amount: Nano, until: number, settling: boolean): void {
+    const old = scope.holds.get(id);
+    if (old) this.drop(scope, id, old);
+    const version = ++this.version;
+    scope.holds.set(id, { amount, until, settling, version });
+    scope.total += amount;
+    scope.expiries.push({ at: until, id, version });
   }
 
   async acquire(scope: string, id: string, amount: Nano, limit: Nano | null, now: number, until: number): Promise<AcquireResult> {
-    const holds = this.active(scope, now);
-    const held = MemoryHoldStore.sum(holds);
-    if (limit !== null && held + amount > limit) {
-      return { ok: false, held, holds: holds ? [...holds.values()].map((h) => ({ ...h })) : [] };
+    let s = this.active(scope, now);
+    const held = s?.total ?? 0n;
+    if (limit !== null && held + amount > limit) return { ok: false, held, holds: s ? views(s) : [] };
+    if (!s) {
+      s = { total: 0n, holds: new Map(), expiries: new ExpiryHeap() };
+      this.scopes.set(scope, s);
     }
-    let scopeHolds = holds;
-    if (!scopeHolds) {
-      scopeHolds = new Map();
-      this.scopes.set(scope, scopeHolds);
-    }
-    scopeHolds.set(id, { amount, until, settling: false });
+    this.put(s, id, amount, until, false);
     return { ok: true, held: held + amount };
   }
 
   async settle(scope: string, id: string, amount: Nano, until: number): Promise<void> {
-    const holds = this.scopes.get(scope);
-    if (!holds?.has(id)) return;
-    if (amount <= 0n) holds.delete(id);
-    else holds.set(id, { amount, until, settling: true });
+    const s = this.scopes.get(scope);
+    const h = s?.holds.get(id);
+    if (!s || !h) return;
+    if (amount <= 0n) this.drop(s, id, h);
+    else this.put(s, id, amount, until, true);
   }
 
   async release(scope: string, id: string): Promise<void> {
-    this.scopes.get(scope)?.delete(id);
+    const s = this.scopes.get(scope);
+    const h = s?.holds.get(id);
+    if (s && h) this.drop(s, id, h);
   }
 
   async held(scope: string, now: number): Promise<Nano> {
-    return MemoryHoldStore.sum(this.active(scope, now));
+    return this.active(scope, now)?.total ?? 0n;
   }
 
   async list(scope: string, now: number): Promise<HoldView[]> {
-    const holds = this.active(scope, now);
-    return holds ? [...holds.values()].map((h) => ({ ...h })) : [];
+    const s = this.active(scope, now);
+    return s ? views(s) : [];
   }
 
   async close(): Promise<void> {
     this.scopes.clear();
   }
+}
+
+function views(s: Scope): HoldView[] {
+  return [...s.holds.values()].map((h) => ({ amount: h.amount, until: h.until, settling: h.settling }));
 }
