@@ -104,6 +104,7 @@ describe('in-flight holds under random interleavings (property)', () => {
 
         /** As the chat pipeline does: read the account, then ask for admission. */
         const start = async (maxTokens: number, alone: boolean) => {
+            const readAt = ledger.version;
             const before = (await ledger.getAccount(account.id))!;
             const id = `gen-p-${++seq}`;
             try {
@@ -117,6 +118,7 @@ describe('in-flight holds under random interleavings (property)', () => {
                 addedPromptTokens: 0,
                 choices: 1,
                 maxTokens,
+                readAt,
                 byokProviders: new Set(),
                 byokFeeFraction: 0.05,
                 pluginCharges: 0n,

@@ -67,6 +67,21 @@ for (const target of databaseTargets) {
       expect(formatCredits(got?.totalPurchased ?? 0n)).toBe('999999999.123456789');
     });
 
+    it('reads include charges still queued, and the same once they are written', async () => {
+      const a = await newAccount();
+      await ledger.addCredits(a.id, 1000n, 'purchase', T0);
+      await newKey(a.id, `h-pending-${target.name}`);
+      const c = charge(a.id, `h-pending-${target.name}`, 70n);
+      const written = ledger.charge(c);
+      const queued = await ledger.getAccount(a.id);
+      expect(queued).toMatchObject({ balance: 930n, totalUsage: 70n });
+      expect((await ledger.keyUsage(`h-pending-${target.name}`, T0)).daily.usage).toBe(70n);
+      expect((await ledger.getGeneration(c.id))?.totalCost).toBe(70n);
+      await written;
+      expect(await ledger.getAccount(a.id)).toMatchObject({ balance: 930n, totalUsage: 70n });
+      expect((await ledger.keyUsage(`h-pending-${target.name}`, T0)).daily.usage).toBe(70n);
+    });
+
     it('charges each generation once, however often it is queued', async () => {
       const a = await newAccount();
       await ledger.addCredits(a.id, creditsFromString('1'), 'purchase', T0);
@@ -118,6 +133,8 @@ for (const target of databaseTargets) {
         { numRuns: 15 },
       );
       const acct = (await ledger.getAccount(a.id))!;
+      await ledger.flush(); // the queries below read the tables straight, not through the ledger
+      expect((await ledger.getAccount(a.id))!.balance).toBe(acct.balance);
       const rows = await db.selectFrom('generations').select(sql<string>`sum(total_cost)`.as('s')).where('account_id', '=', a.id).executeTakeFirst();
       expect(acct.balance).toBe(3_000_000_000n - BigInt(String(rows?.s)));
       expect(acct.totalUsage).toBe(BigInt(String(rows?.s)));

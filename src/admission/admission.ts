@@ -17,6 +17,8 @@ export interface AdmissionRequest extends Omit<EstimateInput, 'completionTokens'
   account: Account;
   /** The request's completion-token cap, if it set one. */
   maxTokens: number | undefined;
+  /** `ledger.version` when `account` was read. */
+  readAt: number;
   kind: RequestKind;
 }
 
@@ -88,14 +90,16 @@ export class Admission {
    */
   private async verify(req: AdmissionRequest, est: Estimate, taken: readonly string[], budgetScope: string | undefined): Promise<void> {
     const { holds, ledger, clock } = this.deps;
+    // Nothing changed money or keys since the account was read: what admitted the holds is current.
+    if (ledger.version === req.readAt) return;
     const now = clock.now();
     const { key, account } = req;
     const keyScope = taken.includes(scopes.key(key.hash)) ? scopes.key(key.hash) : undefined;
     const balanceScope = taken.includes(scopes.balance(account.id)) ? scopes.balance(account.id) : undefined;
-    const [keyHeld, balanceHeld, budgetHolds] = await Promise.all([
+    const [keyHeld, balanceHeld, held] = await Promise.all([
       keyScope ? holds.held(keyScope, now) : 0n,
       balanceScope ? holds.held(balanceScope, now) : 0n,
-      budgetScope ? holds.list(budgetScope, now) : [],
+      budgetScope ? holds.held(budgetScope, now) : 0n,
     ]);
     const fresh = (await ledger.getAccount(account.id)) ?? account;
     if (keyScope && key.limit !== null) {
@@ -117,14 +121,13 @@ export class Admission {
     }
     if (budgetScope) {
       const budget = inFlightBudget(this.rules, fresh.balance);
-      const held = budgetHolds.reduce((sum, h) => sum + h.amount, 0n);
       if (held > budget) {
         if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
         throw inFlightBudgetExhausted({
           held: held - est.credits,
           budget,
           estimate: est.credits,
-          retryAfterSeconds: retryAfterSeconds(budgetHolds, held - budget, now, this.rules.settlementWindowMs),
+          retryAfterSeconds: retryAfterSeconds(await holds.list(budgetScope, now), held - budget, now, this.rules.settlementWindowMs),
         });
       }
     }

@@ -127,6 +127,7 @@ export class ChatService {
     const web = this.usesWebPlugin(request);
     const webPrice = web ? priceFromString(config.plugins.web?.price ?? '0') : 0n;
 
+    const readAt = ledger.version;
     const account = await ledger.getAccount(key.accountId);
     if (!account) throw new GatewayError('unauthorized', 'this API key belongs to no account');
     admission.checkBalanceNotNegative(account);
@@ -162,6 +163,7 @@ export class ChatService {
       addedPromptTokens: web ? searchResultsTokenBound(config.plugins.web?.max_results ?? 0) : 0,
       choices: request.n ?? 1,
       maxTokens,
+      readAt,
       byokProviders: new Set(byokKeys.keys()),
       byokFeeFraction: config.limits.byok_fee,
       pluginCharges: webPrice,

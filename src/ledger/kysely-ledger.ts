@@ -71,6 +71,9 @@ function toGeneration(row: GenerationsTable): Generation {
   };
 }
 
+/** How long a key read from the database is reused. */
+const KEY_CACHE_MS = 5_000;
+
 interface Queued {
   charge: Charge;
   durable: () => void;
@@ -96,6 +99,14 @@ export interface KyselyLedgerOptions {
  */
 export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
+  /** Charges queued or being written, by generation id, and their sum by account. */
+  private readonly pendingCharges = new Map<string, Charge>();
+  private readonly pendingByAccount = new Map<string, bigint>();
+  /** Completed group commits; a read that spans one is repeated. */
+  private commits = 0;
+  /** Changes this process made to money or keys. */
+  private changes = 0;
+  private readonly keyCache = new Map<string, { at: number; key: KeyRecord }>();
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -123,14 +134,34 @@ export class KyselyLedger implements Ledger {
     return (await this.getAccount(id)) as Account;
   }
 
+  /**
+   * A read that sees every charge exactly once or (for a moment) twice, never not at all: it is
+   * retried when a group commit completed while it ran, and the caller adds the charges still pending.
+   */
+  private async consistent<T>(read: () => Promise<T>): Promise<T> {
+    for (;;) {
+      const commits = this.commits;
+      const result = await read();
+      if (commits === this.commits) return result;
+    }
+  }
+
   async getAccount(id: string): Promise<Account | undefined> {
-    await this.flush();
-    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
-    return row ? toAccount(row) : undefined;
+    const row = await this.consistent(() => this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst());
+    if (!row) return undefined;
+    const account = toAccount(row);
+    const pending = this.pendingByAccount.get(id) ?? 0n;
+    account.balance -= pending;
+    account.totalUsage += pending;
+    return account;
+  }
+
+  get version(): number {
+    return this.changes;
   }
 
   async addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined> {
-    await this.flush();
+    this.changes += 1;
     const done = await this.db.transaction().execute(async (trx) => {
       const res = await trx
         .updateTable('accounts')
@@ -169,9 +200,19 @@ export class KyselyLedger implements Ledger {
     return (await this.findKey(key.hash)) as KeyRecord;
   }
 
+  /**
+   * Keys are read on every request, so found ones are kept for a few seconds. This process drops a
+   * key from the cache when it changes it; a change made by another process shows within KEY_CACHE_MS.
+   */
   async findKey(hash: string): Promise<KeyRecord | undefined> {
+    const hit = this.keyCache.get(hash);
+    if (hit && Date.now() - hit.at < KEY_CACHE_MS) return { ...hit.key };
     const row = await this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
-    return row ? toKey(row) : undefined;
+    if (!row) return undefined;
+    const key = toKey(row);
+    if (this.keyCache.size >= 10_000) this.keyCache.clear();
+    this.keyCache.set(hash, { at: Date.now(), key });
+    return { ...key };
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
@@ -192,33 +233,48 @@ export class KyselyLedger implements Ledger {
     if (patch.limitReset !== undefined) set.limit_reset = patch.limitReset;
     if (patch.includeByokInLimit !== undefined) set.include_byok_in_limit = flag(patch.includeByokInLimit);
     if (patch.disabled !== undefined) set.disabled = flag(patch.disabled);
+    this.keyCache.delete(hash);
     if (Object.keys(set).length > 0) {
+      this.changes += 1;
       await this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute();
+      this.keyCache.delete(hash); // again: a read during the update may have cached the old row
     }
     return this.findKey(hash);
   }
 
   async deleteKey(hash: string): Promise<boolean> {
+    this.changes += 1;
+    this.keyCache.delete(hash);
     await this.flush();
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
       const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
       return big(res.numDeletedRows) > 0n;
-    });
+    }).finally(() => this.keyCache.delete(hash));
   }
 
   async keyUsage(hash: string, at: number): Promise<KeyUsage> {
-    await this.flush();
     const p = periodKeys(at);
-    const rows = await this.db
-      .selectFrom('key_usage')
-      .select(['period', 'usage', 'byok_usage'])
-      .where('key_hash', '=', hash)
-      .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
-      .execute();
+    const rows = await this.consistent(() =>
+      this.db
+        .selectFrom('key_usage')
+        .select(['period', 'usage', 'byok_usage'])
+        .where('key_hash', '=', hash)
+        .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
+        .execute(),
+    );
     const get = (period: string): UsageTotals => {
       const row = rows.find((r) => r.period === period);
-      return row ? { usage: big(row.usage), byokUsage: big(row.byok_usage) } : { usage: 0n, byokUsage: 0n };
+      const totals = row ? { usage: big(row.usage), byokUsage: big(row.byok_usage) } : { usage: 0n, byokUsage: 0n };
+      for (const c of this.pendingCharges.values()) {
+        if (c.keyHash !== hash) continue;
+        const cp = periodKeys(c.createdAt);
+        if (period === p.all || period === cp.daily || period === cp.weekly || period === cp.monthly) {
+          totals.usage += c.totalCost;
+          totals.byokUsage += c.byokUsage;
+        }
+      }
+      return totals;
     };
     return { all: get(p.all), daily: get(p.daily), weekly: get(p.weekly), monthly: get(p.monthly) };
   }
@@ -250,6 +306,11 @@ export class KyselyLedger implements Ledger {
   }
 
   charge(charge: Charge): Promise<void> {
+    this.changes += 1;
+    if (!this.pendingCharges.has(charge.id)) {
+      this.pendingCharges.set(charge.id, charge);
+      this.pendingByAccount.set(charge.accountId, (this.pendingByAccount.get(charge.accountId) ?? 0n) + charge.totalCost);
+    }
     const written = new Promise<void>((durable) => this.queue.push({ charge, durable, attempts: 0 }));
     if (!this.scheduled && !this.retryTimer) {
       this.scheduled = true;
@@ -304,6 +365,8 @@ export class KyselyLedger implements Ledger {
   private async writeBatch(batch: Queued[]): Promise<Queued[]> {
     try {
       await this.writeTransaction(batch.map((q) => q.charge));
+      batch.forEach((q) => this.unpend(q.charge));
+      this.commits += 1;
       batch.forEach((q) => q.durable());
       return [];
     } catch (err) {
@@ -314,6 +377,8 @@ export class KyselyLedger implements Ledger {
     for (const q of batch) {
       try {
         await this.writeTransaction([q.charge]);
+        this.unpend(q.charge);
+        this.commits += 1;
         q.durable();
       } catch (err) {
         lastError = err;
@@ -328,6 +393,8 @@ export class KyselyLedger implements Ledger {
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
         this.options.onChargeRejected?.(lastError, q.charge);
+        this.unpend(q.charge);
+        this.commits += 1;
         q.durable(); // nothing more will be written for it; its holds may go
       }
     }
@@ -398,9 +465,19 @@ export class KyselyLedger implements Ledger {
   }
 
   async getGeneration(id: string): Promise<Generation | undefined> {
-    await this.flush();
-    const row = await this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst();
-    return row ? toGeneration(row) : undefined;
+    const pending = this.pendingCharges.get(id);
+    if (pending) return { ...pending };
+    const row = await this.consistent(() => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
+    return row ? toGeneration(row) : (this.pendingCharges.get(id) ?? undefined);
+  }
+
+  /** A charge is in the ledger (or set aside for good): it no longer counts as pending. */
+  private unpend(charge: Charge): void {
+    if (this.pendingCharges.get(charge.id) !== charge) return;
+    this.pendingCharges.delete(charge.id);
+    const left = (this.pendingByAccount.get(charge.accountId) ?? 0n) - charge.totalCost;
+    if (left === 0n) this.pendingByAccount.delete(charge.accountId);
+    else this.pendingByAccount.set(charge.accountId, left);
   }
 
   async getSetting(name: string): Promise<string | undefined> {

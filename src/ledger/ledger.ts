@@ -111,8 +111,10 @@ export interface Ledger {
    * already recorded is not applied again.
    */
   charge(charge: Charge): Promise<void>;
-  /** Writes every queued charge. Reads that must see them call it first. */
+  /** Writes every queued charge. (Reads see queued charges without it.) */
   flush(): Promise<void>;
+  /** Moves whenever this process changes money or keys: a read made at an unchanged version is current. */
+  readonly version: number;
   getGeneration(id: string): Promise<Generation | undefined>;
 
   getSetting(name: string): Promise<string | undefined>;
