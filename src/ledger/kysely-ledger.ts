@@ -15,7 +15,7 @@ import type {
   UsageTotals,
 } from './ledger.js';
 import type { Nano } from './money.js';
-import { periodKeys, type LimitReset } from './periods.js';
+import { periodKeys, type LimitReset, type PeriodKeys } from './periods.js';
 import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
 
 const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
@@ -100,7 +100,7 @@ export interface KyselyLedgerOptions {
 export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
   /** Charges queued or being written, by generation id, and their sum by account. */
-  private readonly pendingCharges = new Map<string, Charge>();
+  private readonly pendingCharges = new Map<string, { charge: Charge; periods: PeriodKeys }>();
   private readonly pendingByAccount = new Map<string, bigint>();
   /** Completed group commits; a read that spans one is repeated. */
   private commits = 0;
@@ -266,10 +266,9 @@ export class KyselyLedger implements Ledger {
     const get = (period: string): UsageTotals => {
       const row = rows.find((r) => r.period === period);
       const totals = row ? { usage: big(row.usage), byokUsage: big(row.byok_usage) } : { usage: 0n, byokUsage: 0n };
-      for (const c of this.pendingCharges.values()) {
+      for (const { charge: c, periods } of this.pendingCharges.values()) {
         if (c.keyHash !== hash) continue;
-        const cp = periodKeys(c.createdAt);
-        if (period === p.all || period === cp.daily || period === cp.weekly || period === cp.monthly) {
+        if (period === p.all || period === periods.daily || period === periods.weekly || period === periods.monthly) {
           totals.usage += c.totalCost;
           totals.byokUsage += c.byokUsage;
         }
@@ -308,7 +307,7 @@ export class KyselyLedger implements Ledger {
   charge(charge: Charge): Promise<void> {
     this.changes += 1;
     if (!this.pendingCharges.has(charge.id)) {
-      this.pendingCharges.set(charge.id, charge);
+      this.pendingCharges.set(charge.id, { charge, periods: periodKeys(charge.createdAt) });
       this.pendingByAccount.set(charge.accountId, (this.pendingByAccount.get(charge.accountId) ?? 0n) + charge.totalCost);
     }
     const written = new Promise<void>((durable) => this.queue.push({ charge, durable, attempts: 0 }));
@@ -466,14 +465,15 @@ export class KyselyLedger implements Ledger {
 
   async getGeneration(id: string): Promise<Generation | undefined> {
     const pending = this.pendingCharges.get(id);
-    if (pending) return { ...pending };
+    if (pending) return { ...pending.charge };
     const row = await this.consistent(() => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
-    return row ? toGeneration(row) : (this.pendingCharges.get(id) ?? undefined);
+    const late = this.pendingCharges.get(id);
+    return row ? toGeneration(row) : late ? { ...late.charge } : undefined;
   }
 
   /** A charge is in the ledger (or set aside for good): it no longer counts as pending. */
   private unpend(charge: Charge): void {
-    if (this.pendingCharges.get(charge.id) !== charge) return;
+    if (this.pendingCharges.get(charge.id)?.charge !== charge) return;
     this.pendingCharges.delete(charge.id);
     const left = (this.pendingByAccount.get(charge.accountId) ?? 0n) - charge.totalCost;
     if (left === 0n) this.pendingByAccount.delete(charge.accountId);
