@@ -14,15 +14,29 @@ export async function writeSse(raw: ServerResponse, headers: Record<string, stri
     ...headers,
   });
   raw.write(': TOLLGATE PROCESSING\n\n');
+  // Events that arrive in one turn of the event loop (one upstream read) go out in one socket write.
+  let corked = false;
+  const uncork = () => {
+    if (!corked) return;
+    corked = false;
+    raw.uncork();
+  };
   try {
     for await (const item of items) {
       if (raw.destroyed) break;
+      if (!corked) {
+        corked = true;
+        raw.cork();
+        setImmediate(uncork);
+      }
       const text = 'done' in item ? 'data: [DONE]\n\n' : `data: ${JSON.stringify(item.data)}\n\n`;
       if (!raw.write(text)) {
+        uncork();
         await drainedOrClosed(raw);
       }
     }
   } finally {
+    uncork();
     await items.return(undefined);
     if (!raw.destroyed) raw.end();
   }
