@@ -88,7 +88,8 @@ for (const target of databaseTargets) {
       await newKey(a.id, `h-once-${target.name}`);
       const c = charge(a.id, `h-once-${target.name}`, 1234n);
       ledger.charge(c);
-      ledger.charge(c);
+      ledger.charge({ ...c }); // the same generation again, while the first waits to be written
+      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(1234n);
       await ledger.flush();
       ledger.charge(c);
       await ledger.flush();
@@ -138,6 +139,16 @@ for (const target of databaseTargets) {
       const rows = await db.selectFrom('generations').select(sql<string>`sum(total_cost)`.as('s')).where('account_id', '=', a.id).executeTakeFirst();
       expect(acct.balance).toBe(3_000_000_000n - BigInt(String(rows?.s)));
       expect(acct.totalUsage).toBe(BigInt(String(rows?.s)));
+    });
+
+    it('moves its version around every change of money or keys, after the write as well as before', async () => {
+      const a = await newAccount();
+      const before = ledger.version;
+      const adding = ledger.addCredits(a.id, 5n, 'purchase', T0);
+      const during = ledger.version;
+      await adding;
+      expect(during).toBeGreaterThan(before);
+      expect(ledger.version).toBeGreaterThan(during); // a read taken during the write is not current
     });
 
     it('sets aside a charge the database refuses, without holding back the others', async () => {

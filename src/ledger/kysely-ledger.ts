@@ -100,13 +100,15 @@ export interface KyselyLedgerOptions {
 export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
   /** Charges queued or being written, by generation id, and their sum by account. */
-  private readonly pendingCharges = new Map<string, { charge: Charge; periods: PeriodKeys }>();
+  private readonly pendingCharges = new Map<string, { charge: Charge; periods: PeriodKeys; written: Promise<void> }>();
   private readonly pendingByAccount = new Map<string, bigint>();
   /** Completed group commits; a read that spans one is repeated. */
   private commits = 0;
   /** Changes this process made to money or keys. */
   private changes = 0;
   private readonly keyCache = new Map<string, { at: number; key: KeyRecord }>();
+  /** Moves around every key update or delete; a key read across one is not cached. */
+  private keyChanges = 0;
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -138,19 +140,22 @@ export class KyselyLedger implements Ledger {
    * A read that sees every charge exactly once or (for a moment) twice, never not at all: it is
    * retried when a group commit completed while it ran, and the caller adds the charges still pending.
    */
-  private async consistent<T>(read: () => Promise<T>): Promise<T> {
+  private async consistent<T, S>(read: () => Promise<T>, pending: () => S): Promise<[T, S]> {
     for (;;) {
       const commits = this.commits;
       const result = await read();
-      if (commits === this.commits) return result;
+      // The pending charges are taken in the same step as the check, so none can slip between them.
+      if (commits === this.commits) return [result, pending()];
     }
   }
 
   async getAccount(id: string): Promise<Account | undefined> {
-    const row = await this.consistent(() => this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst());
+    const [row, pending] = await this.consistent(
+      () => this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst(),
+      () => this.pendingByAccount.get(id) ?? 0n,
+    );
     if (!row) return undefined;
     const account = toAccount(row);
-    const pending = this.pendingByAccount.get(id) ?? 0n;
     account.balance -= pending;
     account.totalUsage += pending;
     return account;
@@ -161,8 +166,7 @@ export class KyselyLedger implements Ledger {
   }
 
   async addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined> {
-    this.changes += 1;
-    const done = await this.db.transaction().execute(async (trx) => {
+    const done = await this.changing(() => this.db.transaction().execute(async (trx) => {
       const res = await trx
         .updateTable('accounts')
         .set((eb) => ({
@@ -177,8 +181,21 @@ export class KyselyLedger implements Ledger {
         .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
         .execute();
       return true;
-    });
+    }));
     return done ? this.getAccount(accountId) : undefined;
+  }
+
+  /**
+   * Runs a write that changes money or keys, moving `version` before it starts and again once it is
+   * done, so that a read taken while it runs is never mistaken for a current one.
+   */
+  private async changing<T>(write: () => Promise<T>): Promise<T> {
+    this.changes += 1;
+    try {
+      return await write();
+    } finally {
+      this.changes += 1;
+    }
   }
 
   async createKey(key: NewKey): Promise<KeyRecord> {
@@ -207,11 +224,15 @@ export class KyselyLedger implements Ledger {
   async findKey(hash: string): Promise<KeyRecord | undefined> {
     const hit = this.keyCache.get(hash);
     if (hit && Date.now() - hit.at < KEY_CACHE_MS) return { ...hit.key };
+    const keyChangesBefore = this.keyChanges;
     const row = await this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
     if (!row) return undefined;
     const key = toKey(row);
-    if (this.keyCache.size >= 10_000) this.keyCache.clear();
-    this.keyCache.set(hash, { at: Date.now(), key });
+    // A row read while this process changed keys may be stale: use it, but do not keep it.
+    if (keyChangesBefore === this.keyChanges) {
+      if (this.keyCache.size >= 10_000) this.keyCache.clear();
+      this.keyCache.set(hash, { at: Date.now(), key });
+    }
     return { ...key };
   }
 
@@ -233,40 +254,50 @@ export class KyselyLedger implements Ledger {
     if (patch.limitReset !== undefined) set.limit_reset = patch.limitReset;
     if (patch.includeByokInLimit !== undefined) set.include_byok_in_limit = flag(patch.includeByokInLimit);
     if (patch.disabled !== undefined) set.disabled = flag(patch.disabled);
-    this.keyCache.delete(hash);
     if (Object.keys(set).length > 0) {
-      this.changes += 1;
-      await this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute();
-      this.keyCache.delete(hash); // again: a read during the update may have cached the old row
+      this.keyChanges += 1;
+      await this.changing(async () => {
+        this.keyCache.delete(hash);
+        await this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute();
+      });
+      this.keyChanges += 1;
+      this.keyCache.delete(hash);
     }
     return this.findKey(hash);
   }
 
   async deleteKey(hash: string): Promise<boolean> {
-    this.changes += 1;
-    this.keyCache.delete(hash);
     await this.flush();
-    return this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
-      const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
-      return big(res.numDeletedRows) > 0n;
-    }).finally(() => this.keyCache.delete(hash));
+    this.keyChanges += 1;
+    const deleted = await this.changing(async () => {
+      this.keyCache.delete(hash);
+      return this.db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
+        const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
+        return big(res.numDeletedRows) > 0n;
+      });
+    });
+    this.keyChanges += 1;
+    this.keyCache.delete(hash);
+    return deleted;
   }
 
   async keyUsage(hash: string, at: number): Promise<KeyUsage> {
     const p = periodKeys(at);
-    const rows = await this.consistent(() =>
-      this.db
-        .selectFrom('key_usage')
-        .select(['period', 'usage', 'byok_usage'])
-        .where('key_hash', '=', hash)
-        .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
-        .execute(),
+    const [rows, pendingForKey] = await this.consistent(
+      () =>
+        this.db
+          .selectFrom('key_usage')
+          .select(['period', 'usage', 'byok_usage'])
+          .where('key_hash', '=', hash)
+          .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
+          .execute(),
+      () => [...this.pendingCharges.values()].filter((e) => e.charge.keyHash === hash),
     );
     const get = (period: string): UsageTotals => {
       const row = rows.find((r) => r.period === period);
       const totals = row ? { usage: big(row.usage), byokUsage: big(row.byok_usage) } : { usage: 0n, byokUsage: 0n };
-      for (const { charge: c, periods } of this.pendingCharges.values()) {
+      for (const { charge: c, periods } of pendingForKey) {
         if (c.keyHash !== hash) continue;
         if (period === p.all || period === periods.daily || period === periods.weekly || period === periods.monthly) {
           totals.usage += c.totalCost;
@@ -306,11 +337,14 @@ export class KyselyLedger implements Ledger {
 
   charge(charge: Charge): Promise<void> {
     this.changes += 1;
-    if (!this.pendingCharges.has(charge.id)) {
-      this.pendingCharges.set(charge.id, { charge, periods: periodKeys(charge.createdAt) });
-      this.pendingByAccount.set(charge.accountId, (this.pendingByAccount.get(charge.accountId) ?? 0n) + charge.totalCost);
-    }
-    const written = new Promise<void>((durable) => this.queue.push({ charge, durable, attempts: 0 }));
+    // A generation is charged once: while one with this id waits to be written, a second is the same.
+    const already = this.pendingCharges.get(charge.id);
+    if (already) return already.written;
+    let durable: () => void = () => undefined;
+    const written = new Promise<void>((resolve) => (durable = resolve));
+    this.pendingCharges.set(charge.id, { charge, periods: periodKeys(charge.createdAt), written });
+    this.pendingByAccount.set(charge.accountId, (this.pendingByAccount.get(charge.accountId) ?? 0n) + charge.totalCost);
+    this.queue.push({ charge, durable, attempts: 0 });
     if (!this.scheduled && !this.retryTimer) {
       this.scheduled = true;
       setImmediate(() => {
@@ -466,8 +500,10 @@ export class KyselyLedger implements Ledger {
   async getGeneration(id: string): Promise<Generation | undefined> {
     const pending = this.pendingCharges.get(id);
     if (pending) return { ...pending.charge };
-    const row = await this.consistent(() => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
-    const late = this.pendingCharges.get(id);
+    const [row, late] = await this.consistent(
+      () => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst(),
+      () => this.pendingCharges.get(id),
+    );
     return row ? toGeneration(row) : late ? { ...late.charge } : undefined;
   }
 

@@ -41,6 +41,19 @@ export class MemoryHoldStore implements HoldStore {
     scope.total -= h.amount;
   }
 
+  /** After a hold left early: forget an empty scope, and rebuild a heap mostly made of stale entries. */
+  private tidy(name: string, scope: Scope): void {
+    if (scope.holds.size === 0) {
+      this.scopes.delete(name);
+      return;
+    }
+    if (scope.expiries.size > 2 * scope.holds.size + 64) {
+      const fresh = new ExpiryHeap();
+      for (const [id, h] of scope.holds) fresh.push({ at: h.until, id, version: h.version });
+      scope.expiries = fresh;
+    }
+  }
+
   private put(scope: Scope, id: string, amount: Nano, until: number, settling: boolean): void {
     const old = scope.holds.get(id);
     if (old) this.drop(scope, id, old);
@@ -68,12 +81,16 @@ export class MemoryHoldStore implements HoldStore {
     if (!s || !h) return;
     if (amount <= 0n) this.drop(s, id, h);
     else this.put(s, id, amount, until, true);
+    this.tidy(scope, s);
   }
 
   async release(scope: string, id: string): Promise<void> {
     const s = this.scopes.get(scope);
     const h = s?.holds.get(id);
-    if (s && h) this.drop(s, id, h);
+    if (s && h) {
+      this.drop(s, id, h);
+      this.tidy(scope, s);
+    }
   }
 
   async held(scope: string, now: number): Promise<Nano> {
