@@ -34,6 +34,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     if (req.url !== '/health') await deps.ddos.check(req.ip);
   });
+  // One access-log line a request: method, path (query left out), status, time. Never a header.
+  app.addHook('onResponse', async (req, reply) => {
+    if (req.url === '/health') return;
+    req.log.info(
+      { method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);
   registerAdminRoutes(app, deps);
