@@ -14,13 +14,10 @@ export const errorCodes = {
   in_flight_budget_exhausted: { status: 402, retryable: true },
   weight_exceeds_budget: { status: 402, retryable: false },
   not_found: { status: 404, retryable: false },
-  conflict: { status: 409, retryable: false },
   payload_too_large: { status: 413, retryable: false },
-  unsupported_media_type: { status: 415, retryable: false },
   rate_limited: { status: 429, retryable: true },
   upstream_rate_limited: { status: 429, retryable: true },
   upstream_failed: { status: 502, retryable: true },
-  service_unavailable: { status: 503, retryable: true },
   internal: { status: 500, retryable: true },
 } as const satisfies Record<string, { status: number; retryable: boolean }>;
 

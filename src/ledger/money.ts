@@ -8,7 +8,6 @@ export type Femto = bigint;
 
 export const NANO_DECIMALS = 9;
 export const FEMTO_DECIMALS = 15;
-const NANO_PER_CREDIT = 10n ** 9n;
 const FEMTO_PER_NANO = 10n ** 6n;
 
 const DECIMAL = /^(-)?(\d+)(?:\.(\d+))?$/;
@@ -80,6 +79,3 @@ export function femtoToNanoCeil(femto: bigint): Nano {
   return (femto + FEMTO_PER_NANO - 1n) / FEMTO_PER_NANO;
 }
 
-
-export const ZERO: Nano = 0n;
-export { NANO_PER_CREDIT };

@@ -46,10 +46,6 @@ export function costOf(u: TokenUsage, p: Pricing, extras: Femto = 0n): Nano {
   return femtoToNanoCeil(femto);
 }
 
-export function hasTokenComponent(p: Pricing): boolean {
-  return p.prompt > 0n || p.completion > 0n;
-}
-
 /** The BYOK fee: `fraction` of the list-price cost, rounded up to the nanocredit. */
 export function byokFee(listCost: Nano, fraction: number): Nano {
   const ppm = BigInt(Math.round(fraction * 1_000_000));

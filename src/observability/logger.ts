@@ -17,11 +17,6 @@ export const REDACTED_PATHS = [
   'database_url',
 ];
 
-/** Masks credentials in a URL (redis://user:secret@host → redis://user:***@host). */
-export function maskUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]*):([^@]*)@/, '//$1:***@');
-}
-
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino({ level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
 }
