@@ -100,6 +100,9 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     logger.warn('secrets_key is not set: BYOK provider keys are encrypted with a key kept in the database; set secrets_key to keep them apart');
   }
 
+  if (config.admin_token && config.admin_token.length < 16) {
+    logger.warn('admin_token is shorter than 16 characters: anyone who can reach the admin API can guess it');
+  }
   if (config.redis_url) {
     logger.warn(
       'redis_url is set, but this version keeps limits (in-flight holds, rate-limit counters) in process: run a single instance, or several instances will each enforce their own limits',

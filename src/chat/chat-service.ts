@@ -118,11 +118,6 @@ export class ChatService {
     const models = requestedModels(catalog, request.model, request.models);
     const maxTokens = requestedMaxTokens(request);
     const primary = models[0];
-    if (maxTokens !== undefined && primary && maxTokens > primary.contextLength) {
-      throw invalidRequest(`max_tokens: ${maxTokens} exceeds the context length of ${primary.id} (${primary.contextLength} tokens)`, {
-        field: 'max_tokens',
-      });
-    }
     const attempts = planAttempts(models, request.provider);
     const web = this.usesWebPlugin(request);
     const webPrice = web ? priceFromString(config.plugins.web?.price ?? '0') : 0n;

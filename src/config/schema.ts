@@ -140,7 +140,7 @@ export const configSchema = z
       .string()
       .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
       .optional(),
-    admin_token: z.string().min(16, 'must be at least 16 characters').optional(),
+    admin_token: z.string().min(1).optional(),
     secrets_key: z
       .string()
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')

@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { KeyRecord } from '../../ledger/ledger.js';
 import type { Started } from '../../chat/chat-service.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
@@ -8,8 +9,15 @@ import { writeSse } from '../sse.js';
 export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
   const { ledger, clock, chat, inflight } = deps;
 
-  app.post('/api/v1/chat/completions', async (req, reply) => {
-    const key = await authenticateKey(req, ledger, clock);
+  // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
+  // is a 401 whatever the body holds.
+  const keys = new WeakMap<FastifyRequest, KeyRecord>();
+  const onRequest = async (req: FastifyRequest) => {
+    keys.set(req, await authenticateKey(req, ledger, clock));
+  };
+
+  app.post('/api/v1/chat/completions', { onRequest }, async (req, reply) => {
+    const key = keys.get(req) ?? (await authenticateKey(req, ledger, clock));
     const controller = new AbortController();
     // The client went away before the answer was complete: cancel the upstream call.
     const onClose = () => {
