@@ -28,6 +28,22 @@ export const scopes = {
   key: (hash: string) => `running:key:${hash}`,
 };
 
+/** What a request adds to its key's usage as the limit counts it. */
+function keyAmountOf(key: KeyRecord, est: Estimate): Nano {
+  return key.includeByokInLimit ? est.keyWithByok : est.credits;
+}
+
+/** The key's limit cannot cover `amount`: `others` are what its other running requests hold. */
+function keyRefusal(key: KeyRecord, limit: Nano, left: Nano, others: Nano, amount: Nano, now: number): GatewayError {
+  return keyLimitReached({
+    limit,
+    remaining: left > others ? left - others : 0n,
+    estimate: amount,
+    reset: key.limitReset,
+    resetsAt: key.limitReset ? periodEnd(key.limitReset, now) : null,
+  });
+}
+
 /** Whole seconds until enough held or settling cost is released for `need` to fit (at least 1). */
 export function retryAfterSeconds(holds: readonly HoldView[], need: Nano, now: number, windowMs: number): number {
   let freed = 0n;
@@ -103,18 +119,9 @@ export class Admission {
     ]);
     const fresh = (await ledger.getAccount(account.id)) ?? account;
     if (keyScope && key.limit !== null) {
-      const used = usageAgainstLimit(key, await ledger.keyUsage(key.hash, now));
-      const left = key.limit > used ? key.limit - used : 0n;
-      if (keyHeld > left) {
-        const others = keyHeld - (key.includeByokInLimit ? est.keyWithByok : est.credits);
-        throw keyLimitReached({
-          limit: key.limit,
-          remaining: left > others ? left - others : 0n,
-          estimate: key.includeByokInLimit ? est.keyWithByok : est.credits,
-          reset: key.limitReset,
-          resetsAt: key.limitReset ? periodEnd(key.limitReset, now) : null,
-        });
-      }
+      const left = await this.keyLeft(key, key.limit, now);
+      const amount = keyAmountOf(key, est);
+      if (keyHeld > left) throw keyRefusal(key, key.limit, left, keyHeld - amount, amount, now);
     }
     if (balanceScope && balanceHeld > fresh.balance) {
       throw balanceCannotCover({ available: fresh.balance - (balanceHeld - est.credits), estimate: est.credits });
@@ -123,18 +130,29 @@ export class Admission {
       const budget = inFlightBudget(this.rules, fresh.balance);
       if (held > budget) {
         if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
-        throw inFlightBudgetExhausted({
-          held: held - est.credits,
-          budget,
-          estimate: est.credits,
-          retryAfterSeconds: retryAfterSeconds(await holds.list(budgetScope, now), held - budget, now, this.rules.settlementWindowMs),
-        });
+        throw this.budgetRefusal(held - est.credits, budget, est.credits, await holds.list(budgetScope, now), now);
       }
     }
   }
 
+  /** What is left of a key's limit in its current period. */
+  private async keyLeft(key: KeyRecord, limit: Nano, now: number): Promise<Nano> {
+    const used = usageAgainstLimit(key, await this.deps.ledger.keyUsage(key.hash, now));
+    return limit > used ? limit - used : 0n;
+  }
+
+  /** The budget is full: `others` are the holds besides this request's `estimate`. */
+  private budgetRefusal(others: Nano, budget: Nano, estimate: Nano, holds: readonly HoldView[], now: number): GatewayError {
+    return inFlightBudgetExhausted({
+      held: others,
+      budget,
+      estimate,
+      retryAfterSeconds: retryAfterSeconds(holds, others + estimate - budget, now, this.rules.settlementWindowMs),
+    });
+  }
+
   private async tryAdmit(req: AdmissionRequest, est: Estimate): Promise<Ticket> {
-    const { holds, ledger, clock } = this.deps;
+    const { holds, clock } = this.deps;
     const now = clock.now();
     const until = now + this.deps.runningHoldTtlMs;
     const { key, account, id } = req;
@@ -142,21 +160,11 @@ export class Admission {
     let budgetScope: string | undefined;
     const undo = () => Promise.all([...taken, ...(budgetScope ? [budgetScope] : [])].map((s) => holds.release(s, id)));
     try {
-      const keyAmount = key.includeByokInLimit ? est.keyWithByok : est.credits;
+      const keyAmount = keyAmountOf(key, est);
       if (key.limit !== null && keyAmount > 0n) {
-        const used = usageAgainstLimit(key, await ledger.keyUsage(key.hash, now));
-        const left = key.limit > used ? key.limit - used : 0n;
+        const left = await this.keyLeft(key, key.limit, now);
         const r = await holds.acquire(scopes.key(key.hash), id, keyAmount, left, now, until);
-        if (!r.ok) {
-          const remaining = left > r.held ? left - r.held : 0n;
-          throw keyLimitReached({
-            limit: key.limit,
-            remaining,
-            estimate: keyAmount,
-            reset: key.limitReset,
-            resetsAt: key.limitReset ? periodEnd(key.limitReset, now) : null,
-          });
-        }
+        if (!r.ok) throw keyRefusal(key, key.limit, left, r.held, keyAmount, now);
         taken.push(scopes.key(key.hash));
       }
 
@@ -170,16 +178,8 @@ export class Admission {
         const budget = inFlightBudget(this.rules, account.balance);
         if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
         const r = await holds.acquire(scopes.budget(account.id), id, est.credits, budget, now, until);
-        if (r.ok) budgetScope = scopes.budget(account.id);
-        else {
-          const need = r.held + est.credits - budget;
-          throw inFlightBudgetExhausted({
-            held: r.held,
-            budget,
-            estimate: est.credits,
-            retryAfterSeconds: retryAfterSeconds(r.holds, need, now, this.rules.settlementWindowMs),
-          });
-        }
+        if (!r.ok) throw this.budgetRefusal(r.held, budget, est.credits, r.holds, now);
+        budgetScope = scopes.budget(account.id);
       }
       await this.verify(req, est, taken, budgetScope);
       return new Ticket(holds, id, taken, budgetScope, this.rules.settlementWindowMs, () => clock.now());

@@ -4,6 +4,7 @@ import type { FreeModelLimits } from '../admission/free-limits.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { GatewayError, invalidRequest } from '../errors.js';
+import { accountOfKey } from '../ledger/account-of-key.js';
 import type { KeyRecord, Ledger } from '../ledger/ledger.js';
 import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js';
 import type { TokenUsage } from '../ledger/pricing.js';
@@ -100,7 +101,12 @@ function upstreamBody(req: ChatRequest, messages: readonly unknown[], defaultMax
  * the request exactly once.
  */
 export class ChatService {
-  constructor(private readonly deps: ChatServiceDeps) {}
+  /** Each provider's configured key, by provider id. */
+  private readonly platformKeys = new Map<string, string | undefined>();
+
+  constructor(private readonly deps: ChatServiceDeps) {
+    for (const p of deps.config.providers) this.platformKeys.set(p.id, p.type === 'openai' ? p.api_key : undefined);
+  }
 
   private usesWebPlugin(request: ChatRequest): boolean {
     let web = false;
@@ -123,8 +129,7 @@ export class ChatService {
     const webPrice = web ? priceFromString(config.plugins.web?.price ?? '0') : 0n;
 
     const readAt = ledger.version;
-    const account = await ledger.getAccount(key.accountId);
-    if (!account) throw new GatewayError('unauthorized', 'this API key belongs to no account');
+    const account = await accountOfKey(ledger, key);
     admission.checkBalanceNotNegative(account);
 
     const byokKeys = await vault.keysFor(key.accountId);
@@ -185,10 +190,7 @@ export class ChatService {
         stream: request.stream === true,
         providers,
         byokKey: (p) => byokKeys.get(p),
-        platformKey: (p) => {
-          const pc = config.providers.find((x) => x.id === p);
-          return pc?.type === 'openai' ? pc.api_key : undefined;
-        },
+        platformKey: (p) => this.platformKeys.get(p),
         signal,
         cooldowns: this.deps.cooldowns,
         beforeAttempt: countFree,

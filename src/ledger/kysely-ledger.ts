@@ -255,31 +255,35 @@ export class KyselyLedger implements Ledger {
     if (patch.includeByokInLimit !== undefined) set.include_byok_in_limit = flag(patch.includeByokInLimit);
     if (patch.disabled !== undefined) set.disabled = flag(patch.disabled);
     if (Object.keys(set).length > 0) {
-      this.keyChanges += 1;
-      await this.changing(async () => {
-        this.keyCache.delete(hash);
-        await this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute();
-      });
-      this.keyChanges += 1;
-      this.keyCache.delete(hash);
+      await this.changingKey(hash, () => this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute());
     }
     return this.findKey(hash);
   }
 
+  /**
+   * A write that changes a key: the cached copy is dropped before and after it, and a key read while
+   * it runs is not cached (see findKey).
+   */
+  private async changingKey<T>(hash: string, write: () => Promise<T>): Promise<T> {
+    this.keyChanges += 1;
+    this.keyCache.delete(hash);
+    try {
+      return await this.changing(write);
+    } finally {
+      this.keyChanges += 1;
+      this.keyCache.delete(hash);
+    }
+  }
+
   async deleteKey(hash: string): Promise<boolean> {
     await this.flush();
-    this.keyChanges += 1;
-    const deleted = await this.changing(async () => {
-      this.keyCache.delete(hash);
-      return this.db.transaction().execute(async (trx) => {
+    return this.changingKey(hash, () =>
+      this.db.transaction().execute(async (trx) => {
         await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
         const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
         return big(res.numDeletedRows) > 0n;
-      });
-    });
-    this.keyChanges += 1;
-    this.keyCache.delete(hash);
-    return deleted;
+      }),
+    );
   }
 
   async keyUsage(hash: string, at: number): Promise<KeyUsage> {

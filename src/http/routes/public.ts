@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { keyStatusView } from '../../admin/views.js';
 import { GatewayError, notFound } from '../../errors.js';
+import { accountOfKey } from '../../ledger/account-of-key.js';
 import { creditsToJson } from '../../ledger/money.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
@@ -15,16 +16,14 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   app.get('/api/v1/key', async (req) => {
     const key = await authenticateKey(req, ledger, clock);
-    const [account, usage] = await Promise.all([ledger.getAccount(key.accountId), ledger.keyUsage(key.hash, clock.now())]);
-    if (!account) throw new GatewayError('unauthorized', 'this API key belongs to no account');
+    const [account, usage] = await Promise.all([accountOfKey(ledger, key), ledger.keyUsage(key.hash, clock.now())]);
     const freeRequestsToday = await deps.freeRequestsToday(account.id);
     return { data: keyStatusView(config, key, usage, account, freeRequestsToday) };
   });
 
   app.get('/api/v1/credits', async (req) => {
     const key = await authenticateKey(req, ledger, clock);
-    const account = await ledger.getAccount(key.accountId);
-    if (!account) throw new GatewayError('unauthorized', 'this API key belongs to no account');
+    const account = await accountOfKey(ledger, key);
     return {
       data: {
         total_credits: creditsToJson(account.balance + account.totalUsage),
