@@ -53,7 +53,7 @@ export function keyStatusView(config: Config, k: KeyRecord, usage: KeyUsage, acc
     usage_daily: info.usage_daily,
     usage_weekly: info.usage_weekly,
     usage_monthly: info.usage_monthly,
-    byok_usage: creditsToJson(usage.all.byokUsage),
+    byok_usage: info.byok_usage,
     byok_usage_daily: creditsToJson(usage.daily.byokUsage),
     byok_usage_weekly: creditsToJson(usage.weekly.byokUsage),
     byok_usage_monthly: creditsToJson(usage.monthly.byokUsage),

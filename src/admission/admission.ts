@@ -6,7 +6,7 @@ import { usageAgainstLimit } from '../ledger/key-limit.js';
 import type { Nano } from '../ledger/money.js';
 import { periodEnd } from '../ledger/periods.js';
 import type { HoldStore, HoldView } from '../limits/hold-store.js';
-import { inFlightApplies, inFlightBudget, inFlightRules, isNewerAccount, type InFlightRules, type RequestKind } from './applicability.js';
+import { accountSubject, inFlightApplies, inFlightBudget, inFlightRules, type InFlightRules, type RequestKind } from './applicability.js';
 import { balanceCannotCover, inFlightBudgetExhausted, keyLimitReached, negativeBalance, weightExceedsBudget } from './credit-errors.js';
 import { estimate, type Estimate, type EstimateInput } from './estimate.js';
 import { Ticket } from './ticket.js';
@@ -75,10 +75,11 @@ export class Admission {
   /** What an account's in-flight budget is now, for the admin view. */
   async status(account: Account): Promise<{ subject: boolean; budget: Nano; held: Nano }> {
     const now = this.deps.clock.now();
-    const r = this.rules;
-    const subject =
-      account.type === 'prepaid' && account.balance < r.balanceThreshold && (!r.newerOnly || isNewerAccount(r, account, now));
-    return { subject, budget: inFlightBudget(r, account.balance), held: await this.deps.holds.held(scopes.budget(account.id), now) };
+    return {
+      subject: accountSubject(this.rules, account, now),
+      budget: inFlightBudget(this.rules, account.balance),
+      held: await this.deps.holds.held(scopes.budget(account.id), now),
+    };
   }
 
   /** Refuses a prepaid account whose balance is negative, free models included. */

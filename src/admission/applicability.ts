@@ -57,10 +57,12 @@ export interface RequestKind {
  * component; never enterprise, subscription or invoice accounts.
  */
 export function inFlightApplies(rules: InFlightRules, account: Account, est: Estimate, kind: RequestKind, now: number): boolean {
-  if (account.type !== 'prepaid') return false;
   if (kind.free || !est.tokenComponent) return false;
   if (est.allByok && !kind.paidPlugin) return false;
-  if (account.balance >= rules.balanceThreshold) return false;
-  if (rules.newerOnly && !isNewerAccount(rules, account, now)) return false;
-  return true;
+  return accountSubject(rules, account, now);
+}
+
+/** Whether the account's paid requests are subject to the budget now: prepaid, below the threshold, newer during the rollout. */
+export function accountSubject(rules: InFlightRules, account: Account, now: number): boolean {
+  return account.type === 'prepaid' && account.balance < rules.balanceThreshold && (!rules.newerOnly || isNewerAccount(rules, account, now));
 }
