@@ -136,13 +136,17 @@ async function stopChild(child, graceMs = 12_000) {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
       process.kill(child.pid, 'SIGTERM');
-    } catch {}
+    } catch {
+      // already gone
+    }
     const timer = new Promise((resolve) => setTimeout(resolve, graceMs, 'timeout'));
     if ((await Promise.race([exited, timer])) === 'timeout' && running(child)) {
       process.stderr.write(`bench: ${child.name} (pid ${child.pid}) ignored SIGTERM; killing it\n`);
       try {
         process.kill(child.pid, 'SIGKILL');
-      } catch {}
+      } catch {
+        // already gone
+      }
       await exited;
     }
   }
@@ -163,7 +167,9 @@ process.on('exit', () => {
     if (running(c)) {
       try {
         process.kill(c.pid, 'SIGKILL');
-      } catch {}
+      } catch {
+        // already gone
+      }
     }
   }
 });
@@ -447,10 +453,15 @@ function summarizeProfile(file, top = 10) {
 /** A fresh bare proxy and a fresh Tollgate (own ledger, empty hold store) for one mode. */
 async function startProxies(mode, upstreamUrl, tmp, profileDir) {
   const probe = ['--import', new URL('./cpu-probe.mjs', import.meta.url).href];
-  const bare = await startChild(`bare proxy (${mode})`, [...probe, path.join(here, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)], /listening (\d+)/, {
-    ipc: true,
-    cpus: PIN?.proxy,
-  });
+  const bare = await startChild(
+    `bare proxy (${mode})`,
+    [...probe, path.join(here, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
+    /listening (\d+)/,
+    {
+      ipc: true,
+      cpus: PIN?.proxy,
+    },
+  );
 
   const dir = mkdtempSync(path.join(tmp, `${mode}-`));
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
@@ -486,10 +497,13 @@ async function startProxies(mode, upstreamUrl, tmp, profileDir) {
 
 async function main() {
   tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
-  const deadline = setTimeout(() => {
-    process.stderr.write(`bench: over the ${opt['deadline-s']} s deadline; stopping\n`);
-    stopAll().finally(() => process.exit(1));
-  }, Number(opt['deadline-s']) * 1000);
+  const deadline = setTimeout(
+    () => {
+      process.stderr.write(`bench: over the ${opt['deadline-s']} s deadline; stopping\n`);
+      stopAll().finally(() => process.exit(1));
+    },
+    Number(opt['deadline-s']) * 1000,
+  );
   deadline.unref();
   const pools = [];
   const profiles = [];
@@ -551,7 +565,9 @@ async function main() {
     for (const [mode, l] of Object.entries(ledger)) {
       const ok = l.charged === l.expected;
       if (!ok) process.exitCode = 1;
-      process.stdout.write(`ledger check (${mode}): ${l.sent} Tollgate requests, total_usage ${l.charged} credits (expected ${l.expected}) ${ok ? 'OK' : 'MISMATCH'}\n`);
+      process.stdout.write(
+        `ledger check (${mode}): ${l.sent} Tollgate requests, total_usage ${l.charged} credits (expected ${l.expected}) ${ok ? 'OK' : 'MISMATCH'}\n`,
+      );
     }
     const mismatch = Object.entries(results).flatMap(([mode, r]) =>
       ['bare', 'tollgate']

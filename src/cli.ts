@@ -108,7 +108,10 @@ keys
   .command('list <account>')
   .option(...configOpt)
   .action((account: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.listKeys(account)));
-for (const [verb, disabled] of [['disable', true], ['enable', false]] as const) {
+for (const [verb, disabled] of [
+  ['disable', true],
+  ['enable', false],
+] as const) {
   keys
     .command(`${verb} <hash>`)
     .option(...configOpt)

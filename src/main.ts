@@ -90,12 +90,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       logger.error({ err, generation: charge.id, account: charge.accountId }, 'the ledger refused one charge repeatedly; it was set aside'),
   });
 
-  const adminToken = config.admin_token
-    ? { value: config.admin_token, created: false }
-    : await settingOrCreate(ledger, 'admin_token', generateAdminToken);
-  const secretsKey = config.secrets_key
-    ? { value: config.secrets_key, created: false }
-    : await settingOrCreate(ledger, 'secrets_key', SecretBox.generateKey);
+  const adminToken = config.admin_token ? { value: config.admin_token, created: false } : await settingOrCreate(ledger, 'admin_token', generateAdminToken);
+  const secretsKey = config.secrets_key ? { value: config.secrets_key, created: false } : await settingOrCreate(ledger, 'secrets_key', SecretBox.generateKey);
   if (!config.secrets_key) {
     logger.warn('secrets_key is not set: BYOK provider keys are encrypted with a key kept in the database; set secrets_key to keep them apart');
   }

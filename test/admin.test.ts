@@ -128,7 +128,14 @@ describe('admin API', () => {
 
     upstream.script({
       kind: 'json',
-      body: { id: 'u', object: 'chat.completion', created: 1, model: 'small-v1', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 } },
+      body: {
+        id: 'u',
+        object: 'chat.completion',
+        created: 1,
+        model: 'small-v1',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 },
+      },
     });
     const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { model: 'acme/small', messages: [{ role: 'user', content: 'hi' }] } });
     const body = (await res.json()) as { usage: { cost: number; is_byok: boolean } };

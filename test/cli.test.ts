@@ -84,7 +84,9 @@ describe('the tollgate command', () => {
     const disabled = await cli('keys', 'disable', created.data.hash, '--config', config);
     expect(disabled.disabled).toBe(true);
     expect((await cli('keys', 'enable', created.data.hash, '--config', config)).disabled).toBe(false);
-    const err = await run(process.execPath, [CLI, 'credits', 'add', accountId, '0.0000000001', '--config', config], { env }).catch((e: { stderr: string }) => e);
+    const err = await run(process.execPath, [CLI, 'credits', 'add', accountId, '0.0000000001', '--config', config], { env }).catch(
+      (e: { stderr: string }) => e,
+    );
     expect((err as { stderr: string }).stderr).toMatch(/amount: must have at most 9 decimals/);
   });
 

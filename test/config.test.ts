@@ -25,7 +25,9 @@ describe('config', () => {
   });
 
   it('replaces ${NAME} with the environment, and drops a value that is only an unset variable', () => {
-    const file = tmp(`admin_token: \${ADMIN}\nproviders:\n  - { id: acme, type: openai, base_url: "http://\${HOST}:9100/v1", api_key: "\${ACME_KEY}" }\nmodels:\n  - { id: a/b, endpoints: [{ provider: acme, model: b }] }\n`);
+    const file = tmp(
+      `admin_token: \${ADMIN}\nproviders:\n  - { id: acme, type: openai, base_url: "http://\${HOST}:9100/v1", api_key: "\${ACME_KEY}" }\nmodels:\n  - { id: a/b, endpoints: [{ provider: acme, model: b }] }\n`,
+    );
     const c = loadConfig(file, { ADMIN: 'a-very-long-admin-token', HOST: '127.0.0.1' });
     expect(c.admin_token).toBe('a-very-long-admin-token');
     const acme = c.providers[0];

@@ -124,7 +124,7 @@ describe('credit limits (spec: Errors / 402, Limits / Credit limits, States and 
       expect((await ask(acct.key, 't/quick', 500)).status).toBe(200); // exactly the budget fits
     });
 
-    it('platform_key_limit: the key cannot cover the estimate while the account\'s other keys still work', async () => {
+    it("platform_key_limit: the key cannot cover the estimate while the account's other keys still work", async () => {
       const acct = await accountWith(50, {}, { limit: 1, limit_reset: 'daily' });
       const other = await gw.admin.createKey(acct.id, { name: 'other' });
       expect((await ask(acct.key, 't/quick', 95)).status).toBe(200); // costs 0.1; 0.9 left

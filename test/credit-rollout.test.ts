@@ -12,7 +12,17 @@ describe('in-flight budget during the rollout (newer_accounts.only: true)', () =
 
   beforeAll(async () => {
     const base = await upstream.start();
-    upstream.script({ kind: 'json', body: { id: 'u', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 10, total_tokens: 11 } } });
+    upstream.script({
+      kind: 'json',
+      body: {
+        id: 'u',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1, completion_tokens: 10, total_tokens: 11 },
+      },
+    });
     gw = await startTestGateway(
       {
         limits: { in_flight: { fraction: 0.5, ceiling: 20, balance_threshold: 100, newer_accounts: { only: true, max_age_days: 30, min_spend: 5 } } },

@@ -3,8 +3,7 @@ import { ManualClock } from '../src/clock.js';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
 
-const chat = (gw: TestGateway, token: string | undefined, body: unknown) =>
-  gw.fetch('/api/v1/chat/completions', { ...(token ? { token } : {}), body });
+const chat = (gw: TestGateway, token: string | undefined, body: unknown) => gw.fetch('/api/v1/chat/completions', { ...(token ? { token } : {}), body });
 const hi = [{ role: 'user', content: 'hi' }];
 
 async function expectError(res: Response, status: number, message: RegExp) {
@@ -28,7 +27,11 @@ describe('error answers', () => {
   afterAll(() => gw.close());
 
   it('400 for malformed JSON', async () => {
-    await expectError(await gw.fetch('/api/v1/chat/completions', { token: key, rawBody: '{"model": "demo/echo", ', headers: { 'content-type': 'application/json' } }), 400, /malformed JSON/);
+    await expectError(
+      await gw.fetch('/api/v1/chat/completions', { token: key, rawBody: '{"model": "demo/echo", ', headers: { 'content-type': 'application/json' } }),
+      400,
+      /malformed JSON/,
+    );
   });
 
   it('400 for a body that is not an object', async () => {
@@ -76,8 +79,16 @@ describe('error answers', () => {
   });
 
   it('checks the key before reading the body: a bad key is 401 whatever the body', async () => {
-    await expectError(await gw.fetch('/api/v1/chat/completions', { token: 'sk-tg-v1-bad', rawBody: '{bad', headers: { 'content-type': 'application/json' } }), 401, /invalid API key/);
-    await expectError(await chat(gw, 'sk-tg-v1-bad', { model: 'demo/echo', messages: [{ role: 'user', content: 'x'.repeat(20_000) }] }), 401, /invalid API key/);
+    await expectError(
+      await gw.fetch('/api/v1/chat/completions', { token: 'sk-tg-v1-bad', rawBody: '{bad', headers: { 'content-type': 'application/json' } }),
+      401,
+      /invalid API key/,
+    );
+    await expectError(
+      await chat(gw, 'sk-tg-v1-bad', { model: 'demo/echo', messages: [{ role: 'user', content: 'x'.repeat(20_000) }] }),
+      401,
+      /invalid API key/,
+    );
   });
 
   it('413 for a body over listen.body_limit_mb', async () => {
@@ -102,7 +113,11 @@ describe('error answers', () => {
     const big = await gw.fetch(`/api/v1/admin/accounts/${acct.id}/credits`, { token: ADMIN_TOKEN, body: { amount: 1_000_000_000 } });
     expect(big.status).toBe(200);
     for (let i = 0; i < 8; i++) await gw.fetch(`/api/v1/admin/accounts/${acct.id}/credits`, { token: ADMIN_TOKEN, body: { amount: 1_000_000_000 } });
-    await expectError(await gw.fetch(`/api/v1/admin/accounts/${acct.id}/credits`, { token: ADMIN_TOKEN, body: { amount: 1_000_000_000 } }), 400, /may not pass 9000000000 credits/);
+    await expectError(
+      await gw.fetch(`/api/v1/admin/accounts/${acct.id}/credits`, { token: ADMIN_TOKEN, body: { amount: 1_000_000_000 } }),
+      400,
+      /may not pass 9000000000 credits/,
+    );
   });
 
   it('404 with the error body for an unknown route', async () => {
@@ -154,7 +169,17 @@ describe('502 when every provider fails', () => {
 
   it('falls back to the next endpoint when the first fails before any output', async () => {
     a.script({ kind: 'json', status: 503, body: { error: { message: 'busy' } } });
-    b.script({ kind: 'json', body: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'from beta' }, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } } });
+    b.script({
+      kind: 'json',
+      body: {
+        id: 'x',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'from beta' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      },
+    });
     const acct = await gw.account(5);
     const res = await chat(gw, acct.key, { model: 'x/model', messages: hi });
     expect(res.status).toBe(200);
@@ -165,7 +190,13 @@ describe('502 when every provider fails', () => {
   });
 
   it('falls back when a stream fails after a role-only first chunk, before any output, and charges nothing', async () => {
-    const role = JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+    const role = JSON.stringify({
+      id: 'u',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'm',
+      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+    });
     a.script({ kind: 'sse', events: [role, role], destroyAfter: 1 });
     b.script({ kind: 'sse', events: [], done: true });
     const acct = await gw.account(5);
@@ -188,7 +219,17 @@ describe('502 when every provider fails', () => {
   });
 
   it('honours provider.order, only and ignore', async () => {
-    const ok = (who: string) => ({ kind: 'json' as const, body: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: who }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } } });
+    const ok = (who: string) => ({
+      kind: 'json' as const,
+      body: {
+        id: 'x',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content: who }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      },
+    });
     a.script(ok('alpha'));
     b.script(ok('beta'));
     const acct = await gw.account(5);

@@ -7,7 +7,14 @@ import { contentOf, readSse } from './helpers/sse.js';
 
 const ok = (who: string): Script => ({
   kind: 'json',
-  body: { id: 'u', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: `from ${who}` }, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } },
+  body: {
+    id: 'u',
+    object: 'chat.completion',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, message: { role: 'assistant', content: `from ${who}` }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+  },
 });
 const limited = (code: string, retryAfterSeconds?: number): Script => ({
   kind: 'json',
@@ -16,7 +23,8 @@ const limited = (code: string, retryAfterSeconds?: number): Script => ({
   ...(retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(retryAfterSeconds) } }),
 });
 const failing: Script = { kind: 'json', status: 503, body: { error: { message: 'overloaded' } } };
-const chunk = (content: string) => JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+const chunk = (content: string) =>
+  JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
 const price = { prompt: '0.000001', completion: '0.000002' };
 
 interface Err {
@@ -43,7 +51,13 @@ describe('provider and model fallback (spec: Errors / 429 origin B, Events)', ()
           { id: 'gamma', type: 'openai', base_url: uc, timeouts_ms: { first_byte: 5000, idle: 5000, total: 400 } },
         ],
         models: [
-          { id: 'm/one', endpoints: [{ provider: 'alpha', model: 'one', pricing: price }, { provider: 'beta', model: 'one', pricing: price }] },
+          {
+            id: 'm/one',
+            endpoints: [
+              { provider: 'alpha', model: 'one', pricing: price },
+              { provider: 'beta', model: 'one', pricing: price },
+            ],
+          },
           { id: 'm/two', endpoints: [{ provider: 'gamma', model: 'two', pricing: price }] },
         ],
       },
@@ -86,7 +100,7 @@ describe('provider and model fallback (spec: Errors / 429 origin B, Events)', ()
     a.release();
   });
 
-  it('when every provider of the model fails, the request\'s models list is tried next', async () => {
+  it("when every provider of the model fails, the request's models list is tried next", async () => {
     a.script(failing);
     b.script(failing);
     c.script(ok('gamma'));
@@ -149,7 +163,7 @@ describe('provider and model fallback (spec: Errors / 429 origin B, Events)', ()
     expect(body.error.metadata.attempts[0]).toMatchObject({ provider: 'alpha', status: 503 });
   });
 
-  it('after output reached the client there is no fallback: the spec\'s error event ends the stream, charged once for what was delivered', async () => {
+  it("after output reached the client there is no fallback: the spec's error event ends the stream, charged once for what was delivered", async () => {
     a.script({ kind: 'sse', events: [chunk('partial '), chunk('answer'), chunk('never')], destroyAfter: 2 });
     b.script(ok('beta'));
     const reachedB = b.received.length;
@@ -177,7 +191,10 @@ describe('provider and model fallback (spec: Errors / 429 origin B, Events)', ()
 
   it('the total timeout ends a stream that goes on too long', async () => {
     c.script({ kind: 'sse', events: [chunk('slow '), chunk('never')], holdAfter: 1 });
-    const res = await gw.fetch('/api/v1/chat/completions', { token: key, body: { model: 'm/two', stream: true, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+    const res = await gw.fetch('/api/v1/chat/completions', {
+      token: key,
+      body: { model: 'm/two', stream: true, max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+    });
     const events = await readSse(res);
     expect(contentOf(events)).toBe('slow ');
     expect((events.at(-1) as Record<string, any>).error.metadata.error_type).toBe('timeout');

@@ -75,35 +75,49 @@ describe('in-flight holds under random interleavings (property)', () => {
   it('never exceed the budget, settle once each, and leave the balance equal to credits minus charges', async () => {
     const rules = inFlightRules(config);
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 100, max: 130 })), fc.array(op, { minLength: 1, maxLength: 30 }), fc.infiniteStream(fc.nat(4)), async (initial, ops, turns) => {
-        const db = openDatabase('sqlite::memory:');
-        await migrateToLatest(db);
-        const ledger = slowReads(new KyselyLedger(db), () => turns.next().value as number);
-        const holds = new MemoryHoldStore();
-        const clock = new ManualClock(Date.UTC(2026, 10, 18, 9));
-        const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: 3_600_000 });
-        const account = await ledger.createAccount({ name: 'p', type: 'prepaid', createdAt: clock.now(), freeModelLimitsExempt: false });
-        const key = await ledger.createKey({ hash: 'k', accountId: account.id, name: 'k', label: 'l', limit: null, limitReset: null, includeByokInLimit: false, expiresAt: null, createdAt: clock.now() });
-        let credited = creditsFromJson(initial);
-        await ledger.addCredits(account.id, credited, 'purchase', clock.now());
-        let charged = 0n;
-        let settledCount = 0;
-        let seq = 0;
-        const running: Array<{ settlement: Settlement; ticket: Ticket; maxTokens: number }> = [];
-        const take = (pick: number) => (running.length ? running.splice(pick % running.length, 1)[0] : undefined);
-        const end = (r: { settlement: Settlement; maxTokens: number }, used: number, cancelled: boolean) => {
-          const completionTokens = Math.floor(r.maxTokens * used);
-          const usage = { promptTokens: 3, completionTokens };
-          const input = { usage, pricing, extras: 0n, finishReason: 'stop', cancelled, endedAt: clock.now() };
-          const first = r.settlement.settle(input);
-          const again = r.settlement.settle(input); // a second ending of the same request changes nothing
-          expect(again).toBe(first);
-          charged += first.cost;
-          settledCount += 1;
-        };
+      fc.asyncProperty(
+        fc.oneof(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 100, max: 130 })),
+        fc.array(op, { minLength: 1, maxLength: 30 }),
+        fc.infiniteStream(fc.nat(4)),
+        async (initial, ops, turns) => {
+          const db = openDatabase('sqlite::memory:');
+          await migrateToLatest(db);
+          const ledger = slowReads(new KyselyLedger(db), () => turns.next().value as number);
+          const holds = new MemoryHoldStore();
+          const clock = new ManualClock(Date.UTC(2026, 10, 18, 9));
+          const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: 3_600_000 });
+          const account = await ledger.createAccount({ name: 'p', type: 'prepaid', createdAt: clock.now(), freeModelLimitsExempt: false });
+          const key = await ledger.createKey({
+            hash: 'k',
+            accountId: account.id,
+            name: 'k',
+            label: 'l',
+            limit: null,
+            limitReset: null,
+            includeByokInLimit: false,
+            expiresAt: null,
+            createdAt: clock.now(),
+          });
+          let credited = creditsFromJson(initial);
+          await ledger.addCredits(account.id, credited, 'purchase', clock.now());
+          let charged = 0n;
+          let settledCount = 0;
+          let seq = 0;
+          const running: Array<{ settlement: Settlement; ticket: Ticket; maxTokens: number }> = [];
+          const take = (pick: number) => (running.length ? running.splice(pick % running.length, 1)[0] : undefined);
+          const end = (r: { settlement: Settlement; maxTokens: number }, used: number, cancelled: boolean) => {
+            const completionTokens = Math.floor(r.maxTokens * used);
+            const usage = { promptTokens: 3, completionTokens };
+            const input = { usage, pricing, extras: 0n, finishReason: 'stop', cancelled, endedAt: clock.now() };
+            const first = r.settlement.settle(input);
+            const again = r.settlement.settle(input); // a second ending of the same request changes nothing
+            expect(again).toBe(first);
+            charged += first.cost;
+            settledCount += 1;
+          };
 
-        /** As the chat pipeline does: read the account, then ask for admission. */
-        const start = async (maxTokens: number, alone: boolean) => {
+          /** As the chat pipeline does: read the account, then ask for admission. */
+          const start = async (maxTokens: number, alone: boolean) => {
             const readAt = ledger.version;
             const before = (await ledger.getAccount(account.id))!;
             const id = `gen-p-${++seq}`;
@@ -145,65 +159,66 @@ describe('in-flight holds under random interleavings (property)', () => {
               expect((err as GatewayError).status).toBe(402);
               return false;
             }
-        };
+          };
 
-        for (const o of ops) {
-          if (o.kind === 'start') {
-            await start(o.maxTokens, true);
-          } else if (o.kind === 'burst') {
-            // Admissions and completions at once: the holds must still fit what the account has.
-            const before = (await ledger.getAccount(account.id))!;
-            const admitted = await Promise.all([
-              ...o.starts.map((t) => start(t, false)),
-              ...o.ends.map(async (pick) => {
-                for (let i = turns.next().value as number; i > 0; i--) await new Promise((resolve) => setImmediate(resolve));
-                const r = take(pick);
-                if (r) end(r, 1, false);
-                return false;
-              }),
-            ]);
-            for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-            const after = (await ledger.getAccount(account.id))!;
-            // Every running estimate is covered by the balance.
-            expect(await holds.held(scopes.balance(account.id), clock.now())).toBeLessThanOrEqual(after.balance);
-            // Each admission was checked against the holds and the budget of its moment; the balance only
-            // fell during the burst, and settling only lowers a hold, so the last admission bounds what is held.
-            if (admitted.some(Boolean) && before.balance < rules.balanceThreshold) {
-              expect(await holds.held(scopes.budget(account.id), clock.now())).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
+          for (const o of ops) {
+            if (o.kind === 'start') {
+              await start(o.maxTokens, true);
+            } else if (o.kind === 'burst') {
+              // Admissions and completions at once: the holds must still fit what the account has.
+              const before = (await ledger.getAccount(account.id))!;
+              const admitted = await Promise.all([
+                ...o.starts.map((t) => start(t, false)),
+                ...o.ends.map(async (pick) => {
+                  for (let i = turns.next().value as number; i > 0; i--) await new Promise((resolve) => setImmediate(resolve));
+                  const r = take(pick);
+                  if (r) end(r, 1, false);
+                  return false;
+                }),
+              ]);
+              for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+              const after = (await ledger.getAccount(account.id))!;
+              // Every running estimate is covered by the balance.
+              expect(await holds.held(scopes.balance(account.id), clock.now())).toBeLessThanOrEqual(after.balance);
+              // Each admission was checked against the holds and the budget of its moment; the balance only
+              // fell during the burst, and settling only lowers a hold, so the last admission bounds what is held.
+              if (admitted.some(Boolean) && before.balance < rules.balanceThreshold) {
+                expect(await holds.held(scopes.budget(account.id), clock.now())).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
+              }
+            } else if (o.kind === 'complete') {
+              const r = take(o.pick);
+              if (r) end(r, o.used, false);
+            } else if (o.kind === 'disconnect') {
+              const r = take(o.pick);
+              if (r) end(r, o.used, true);
+            } else if (o.kind === 'fail') {
+              const r = take(o.pick);
+              if (r) r.settlement.settleNothing();
+            } else if (o.kind === 'topUp') {
+              const amount = creditsFromJson(o.credits);
+              credited += amount;
+              await ledger.addCredits(account.id, amount, 'purchase', clock.now());
+            } else {
+              clock.advance(o.ms);
             }
-          } else if (o.kind === 'complete') {
-            const r = take(o.pick);
-            if (r) end(r, o.used, false);
-          } else if (o.kind === 'disconnect') {
-            const r = take(o.pick);
-            if (r) end(r, o.used, true);
-          } else if (o.kind === 'fail') {
-            const r = take(o.pick);
-            if (r) r.settlement.settleNothing();
-          } else if (o.kind === 'topUp') {
-            const amount = creditsFromJson(o.credits);
-            credited += amount;
-            await ledger.addCredits(account.id, amount, 'purchase', clock.now());
-          } else {
-            clock.advance(o.ms);
+            const now = (await ledger.getAccount(account.id))!;
+            expect(now.balance).toBe(credited - charged); // exact, to the last nanocredit
+            expect(now.balance).toBeGreaterThanOrEqual(0n); // running holds never let the balance be overdrawn
           }
-          const now = (await ledger.getAccount(account.id))!;
-          expect(now.balance).toBe(credited - charged); // exact, to the last nanocredit
-          expect(now.balance).toBeGreaterThanOrEqual(0n); // running holds never let the balance be overdrawn
-        }
 
-        // Whatever was left running ends; once the window passes nothing is held anywhere.
-        for (const r of running.splice(0)) r.settlement.settleNothing();
-        await ledger.flush();
-        await new Promise((resolve) => setImmediate(resolve));
-        clock.advance(WINDOW);
-        for (const scope of [scopes.budget(account.id), scopes.balance(account.id), scopes.key(key.hash)]) {
-          expect(await holds.held(scope, clock.now())).toBe(0n);
-        }
-        const generations = await db.selectFrom('generations').select(db.fn.countAll().as('n')).executeTakeFirst();
-        expect(Number(generations?.n)).toBe(settledCount);
-        await ledger.close();
-      }),
+          // Whatever was left running ends; once the window passes nothing is held anywhere.
+          for (const r of running.splice(0)) r.settlement.settleNothing();
+          await ledger.flush();
+          await new Promise((resolve) => setImmediate(resolve));
+          clock.advance(WINDOW);
+          for (const scope of [scopes.budget(account.id), scopes.balance(account.id), scopes.key(key.hash)]) {
+            expect(await holds.held(scope, clock.now())).toBe(0n);
+          }
+          const generations = await db.selectFrom('generations').select(db.fn.countAll().as('n')).executeTakeFirst();
+          expect(Number(generations?.n)).toBe(settledCount);
+          await ledger.close();
+        },
+      ),
       { numRuns: 400 },
     );
   });

@@ -55,9 +55,19 @@ for (const target of databaseTargets) {
 
     const newAccount = () => ledger.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
     const newKey = (accountId: string, hash: string) =>
-      ledger.createKey({ hash, accountId, name: 'k', label: 'sk-tg-v1-abc...xyz', limit: null, limitReset: null, includeByokInLimit: false, expiresAt: null, createdAt: T0 });
+      ledger.createKey({
+        hash,
+        accountId,
+        name: 'k',
+        label: 'sk-tg-v1-abc...xyz',
+        limit: null,
+        limitReset: null,
+        includeByokInLimit: false,
+        expiresAt: null,
+        createdAt: T0,
+      });
 
-    it('keeps amounts beyond a double\'s precision exact', async () => {
+    it("keeps amounts beyond a double's precision exact", async () => {
       const a = await newAccount();
       const big = creditsFromString('999999999.123456789');
       await ledger.addCredits(a.id, big, 'purchase', T0);
@@ -136,7 +146,11 @@ for (const target of databaseTargets) {
       const acct = (await ledger.getAccount(a.id))!;
       await ledger.flush(); // the queries below read the tables straight, not through the ledger
       expect((await ledger.getAccount(a.id))!.balance).toBe(acct.balance);
-      const rows = await db.selectFrom('generations').select(sql<string>`sum(total_cost)`.as('s')).where('account_id', '=', a.id).executeTakeFirst();
+      const rows = await db
+        .selectFrom('generations')
+        .select(sql<string>`sum(total_cost)`.as('s'))
+        .where('account_id', '=', a.id)
+        .executeTakeFirst();
       expect(acct.balance).toBe(3_000_000_000n - BigInt(String(rows?.s)));
       expect(acct.totalUsage).toBe(BigInt(String(rows?.s)));
     });

@@ -199,7 +199,14 @@ describe('the official @openrouter/sdk against recorded upstream answers and fai
 
   it('parses every recorded stream', async () => {
     const { key } = await gw.account(5);
-    for (const file of ['openai-text.chunks.txt', 'azure-model-router.1.chunks.txt', 'groq-text.chunks.txt', 'deepseek-reasoning.chunks.txt', 'mistral-text.chunks.txt', 'xai-text.chunks.txt']) {
+    for (const file of [
+      'openai-text.chunks.txt',
+      'azure-model-router.1.chunks.txt',
+      'groq-text.chunks.txt',
+      'deepseek-reasoning.chunks.txt',
+      'mistral-text.chunks.txt',
+      'xai-text.chunks.txt',
+    ]) {
       upstream.script({ kind: 'sse', events: fixtureChunks(file) });
       const chunks = await allChunks(await sdk(key).chat.send({ chatRequest: { model: 'rec/model', messages, stream: true } }));
       expect(chunks.at(-1)?.usage?.cost, file).toBeGreaterThan(0);
@@ -208,7 +215,8 @@ describe('the official @openrouter/sdk against recorded upstream answers and fai
 
   it('yields the mid-stream error event as a chunk with error and finish_reason "error"', async () => {
     const { key } = await gw.account(5);
-    const chunk = (content: string) => JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+    const chunk = (content: string) =>
+      JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
     upstream.script({ kind: 'sse', events: [chunk('one '), chunk('two '), chunk('three')], destroyAfter: 2 });
     const chunks = await allChunks(await sdk(key).chat.send({ chatRequest: { model: 'rec/model', messages, stream: true } }));
     const last = chunks.at(-1);

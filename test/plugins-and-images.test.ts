@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 
-const answer = { id: 'u', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 } };
+const answer = {
+  id: 'u',
+  object: 'chat.completion',
+  created: 1,
+  model: 'm',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 },
+};
 
 describe('paid plugins and image pricing are cost components', () => {
   const upstream = new ScriptedUpstream();
@@ -26,7 +33,16 @@ describe('paid plugins and image pricing are cost components', () => {
   const ask = (key: string, body: Record<string, unknown>) => gw.fetch('/api/v1/chat/completions', { token: key, body: { model: 'v/model', ...body } });
 
   it('the web plugin searches, injects the results into the prompt, and charges its price', async () => {
-    search.script({ kind: 'json', body: { results: [{ title: 'Tollgate', url: 'https://tollgate.test', text: 'A gateway.' }, { title: 'Two', url: 'https://two.test', text: 'Second.' }, { title: 'Three', url: 'https://3.test', text: 'Third.' }] } });
+    search.script({
+      kind: 'json',
+      body: {
+        results: [
+          { title: 'Tollgate', url: 'https://tollgate.test', text: 'A gateway.' },
+          { title: 'Two', url: 'https://two.test', text: 'Second.' },
+          { title: 'Three', url: 'https://3.test', text: 'Third.' },
+        ],
+      },
+    });
     const { key } = await gw.account(1);
     const res = await ask(key, { messages: [{ role: 'user', content: 'what is tollgate?' }], plugins: [{ id: 'web' }] });
     const body = (await res.json()) as { usage: { cost: number } };

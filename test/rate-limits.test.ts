@@ -122,9 +122,9 @@ describe('free-model rate limits (spec: Limits / Rate limits, Errors / 429 origi
     const below = await account(8.999999999);
     const at = await account(9);
     const ten = await account(10);
-    expect((await status(below.key))).toMatchObject({ is_free_tier: false, free_model_daily_requests: { limit: 5 } });
-    expect((await status(at.key))).toMatchObject({ is_free_tier: false, free_model_daily_requests: { limit: 8 } });
-    expect((await status(ten.key))).toMatchObject({ is_free_tier: true, free_model_daily_requests: { limit: 8 } });
+    expect(await status(below.key)).toMatchObject({ is_free_tier: false, free_model_daily_requests: { limit: 5 } });
+    expect(await status(at.key)).toMatchObject({ is_free_tier: false, free_model_daily_requests: { limit: 8 } });
+    expect(await status(ten.key)).toMatchObject({ is_free_tier: true, free_model_daily_requests: { limit: 8 } });
     clock.set(Date.UTC(2026, 10, 20, 1, 0, 10));
     for (let i = 0; i < 8; i++) {
       expect((await ask(at.key, 'f/a:free')).status).toBe(200);

@@ -8,7 +8,8 @@ import { ScriptedUpstream } from './helpers/scripted-upstream.js';
 import { startTestGateway } from './helpers/gateway.js';
 import { contentOf, readSse } from './helpers/sse.js';
 
-const chunk = (content: string) => JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+const chunk = (content: string) =>
+  JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
 
 describe('shutdown', () => {
   it('past its grace, cancels a running stream with the error event, settles its charge and writes it before exiting', async () => {
@@ -23,7 +24,10 @@ describe('shutdown', () => {
     });
     const acct = await gw.account(1);
     const held = upstream.waitHeld();
-    const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { model: 's/m', stream: true, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] } });
+    const res = await gw.fetch('/api/v1/chat/completions', {
+      token: acct.key,
+      body: { model: 's/m', stream: true, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] },
+    });
     await held;
     const id = res.headers.get('x-generation-id') as string;
     const closing = gw.close(); // the test gateway's grace is 2 s

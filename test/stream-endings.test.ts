@@ -5,7 +5,14 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { contentOf, readSse } from './helpers/sse.js';
 
 const chunk = (content: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ id: 'u1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }], ...extra });
+  JSON.stringify({
+    id: 'u1',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, delta: { content }, finish_reason: null }],
+    ...extra,
+  });
 const words = ['alpha ', 'beta ', 'gamma ', 'delta ', 'epsilon ', 'zeta'];
 
 describe('how a stream ends decides what is charged', () => {
@@ -85,7 +92,10 @@ describe('how a stream ends decides what is charged', () => {
   });
 
   it('a stream whose upstream sends no usage is charged at counted tokens', async () => {
-    upstream.script({ kind: 'sse', events: [chunk('hello '), chunk('world', { choices: [{ index: 0, delta: { content: 'world' }, finish_reason: 'stop' }] })] });
+    upstream.script({
+      kind: 'sse',
+      events: [chunk('hello '), chunk('world', { choices: [{ index: 0, delta: { content: 'world' }, finish_reason: 'stop' }] })],
+    });
     const acct = await gw.account(1);
     const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: streamBody });
     const events = await readSse(res);

@@ -66,9 +66,7 @@ export function retryAfterSeconds(holds: readonly HoldView[], need: Nano, now: n
 export class Admission {
   private readonly rules: InFlightRules;
 
-  constructor(
-    private readonly deps: { holds: HoldStore; ledger: Ledger; clock: Clock; config: Config; runningHoldTtlMs: number },
-  ) {
+  constructor(private readonly deps: { holds: HoldStore; ledger: Ledger; clock: Clock; config: Config; runningHoldTtlMs: number }) {
     this.rules = inFlightRules(deps.config);
   }
 

@@ -56,8 +56,7 @@ export interface Estimate {
  * price (+ request fee, images, plugins), at the most expensive endpoint the request may be routed to.
  */
 export function estimate(input: EstimateInput, exact: boolean): Estimate {
-  const promptTokens =
-    (exact ? countPromptTokens(input.messages, input.sideText) : promptTokenBound(input.messages, input.sideText)) + input.addedPromptTokens;
+  const promptTokens = (exact ? countPromptTokens(input.messages, input.sideText) : promptTokenBound(input.messages, input.sideText)) + input.addedPromptTokens;
   const images = countImages(input.messages);
   const plugins = femtoToNanoCeil(input.pluginCharges);
   const usage = { promptTokens, completionTokens: input.completionTokens * input.choices, images };

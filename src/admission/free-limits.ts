@@ -58,7 +58,8 @@ export class FreeModelLimits {
         counter: { key: `free:min:${account.id}:${model.id}:${minuteStart}`, limit: model.config.per_minute ?? f.per_minute, resetAt: minuteStart + MINUTE },
       },
     ];
-    if (withDay) out.push({ kind: 'day', counter: { key: dayKey(account.id, now), limit: freeDailyLimit(this.config, account), resetAt: nextUtcMidnight(now) } });
+    if (withDay)
+      out.push({ kind: 'day', counter: { key: dayKey(account.id, now), limit: freeDailyLimit(this.config, account), resetAt: nextUtcMidnight(now) } });
     const capacity = model.config.capacity_per_minute;
     if (capacity) out.push({ kind: 'capacity', counter: { key: `cap:${model.id}:${minuteStart}`, limit: capacity, resetAt: minuteStart + MINUTE } });
     return out;
@@ -106,7 +107,10 @@ export class FreeModelLimits {
   async check(account: Account, model: CatalogModel): Promise<void> {
     const now = this.clock.now();
     const all = this.counters(account, model, true, now);
-    const counts = await this.store.peek(all.map((c) => c.counter.key), now);
+    const counts = await this.store.peek(
+      all.map((c) => c.counter.key),
+      now,
+    );
     const over = all.find((c, i) => (counts[i] ?? 0) >= c.counter.limit);
     if (over) throw this.refusal(model, over.counter, over.kind, now);
   }
@@ -118,7 +122,10 @@ export class FreeModelLimits {
   async count(account: Account, model: CatalogModel, withDay: boolean): Promise<void> {
     const now = this.clock.now();
     const all = this.counters(account, model, withDay, now);
-    const r = await this.store.hit(all.map((c) => c.counter), now);
+    const r = await this.store.hit(
+      all.map((c) => c.counter),
+      now,
+    );
     if (!r.ok) {
       const over = all[r.failed] as (typeof all)[number];
       throw this.refusal(model, over.counter, over.kind, now);

@@ -18,17 +18,7 @@ import { route, type Routed } from '../routing/route.js';
 import { usageOf } from '../providers/usage.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
-import {
-  answerText,
-  deliveredText,
-  errorChunk,
-  finishReasonOf,
-  normalizeAnswer,
-  normalizeChunk,
-  usageBody,
-  usageChunk,
-  type Served,
-} from './normalize.js';
+import { answerText, deliveredText, errorChunk, finishReasonOf, normalizeAnswer, normalizeChunk, usageBody, usageChunk, type Served } from './normalize.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { Settlement } from './settlement.js';
 

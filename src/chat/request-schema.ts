@@ -36,7 +36,10 @@ export const chatRequestSchema = z.looseObject({
       allow_fallbacks: z.boolean().optional(),
     })
     .optional(),
-  plugins: z.array(z.looseObject({ id: z.string().min(1) })).max(8).optional(),
+  plugins: z
+    .array(z.looseObject({ id: z.string().min(1) }))
+    .max(8)
+    .optional(),
 });
 
 export type ChatRequest = z.output<typeof chatRequestSchema>;

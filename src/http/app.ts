@@ -18,7 +18,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // reply here is typed for no route at all, hence the casts: a marked seam.
     frameworkErrors: (err, _req, reply) => {
       const e = toHttpError(err, deps.logger);
-      void reply.status(e.status as never).headers(e.headers).send(e.body as never);
+      void reply
+        .status(e.status as never)
+        .headers(e.headers)
+        .send(e.body as never);
     },
   });
   // Any body is read as JSON, whatever Content-Type it came with (curl -d sends a form type); an
@@ -37,10 +40,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // One access-log line a request: method, path (query left out), status, time. Never a header.
   app.addHook('onResponse', async (req, reply) => {
     if (req.url === '/health') return;
-    req.log.info(
-      { method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      'request',
-    );
+    req.log.info({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);

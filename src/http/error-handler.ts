@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { GatewayError, isGatewayError } from '../errors.js';
+import { type GatewayError, isGatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 
 export interface HttpError {

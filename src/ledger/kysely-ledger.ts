@@ -1,19 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import type {
-  Account,
-  AccountType,
-  Charge,
-  CreditKind,
-  Generation,
-  KeyPatch,
-  KeyRecord,
-  KeyUsage,
-  Ledger,
-  NewAccount,
-  NewKey,
-  UsageTotals,
-} from './ledger.js';
+import type { Account, AccountType, Charge, CreditKind, Generation, KeyPatch, KeyRecord, KeyUsage, Ledger, NewAccount, NewKey, UsageTotals } from './ledger.js';
 import type { Nano } from './money.js';
 import { periodKeys, type LimitReset, type PeriodKeys } from './periods.js';
 import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
@@ -166,22 +153,24 @@ export class KyselyLedger implements Ledger {
   }
 
   async addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined> {
-    const done = await this.changing(() => this.db.transaction().execute(async (trx) => {
-      const res = await trx
-        .updateTable('accounts')
-        .set((eb) => ({
-          balance: eb('balance', '+', amount),
-          total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
-        }))
-        .where('id', '=', accountId)
-        .executeTakeFirst();
-      if (big(res.numUpdatedRows) === 0n) return false;
-      await trx
-        .insertInto('credit_entries')
-        .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
-        .execute();
-      return true;
-    }));
+    const done = await this.changing(() =>
+      this.db.transaction().execute(async (trx) => {
+        const res = await trx
+          .updateTable('accounts')
+          .set((eb) => ({
+            balance: eb('balance', '+', amount),
+            total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
+          }))
+          .where('id', '=', accountId)
+          .executeTakeFirst();
+        if (big(res.numUpdatedRows) === 0n) return false;
+        await trx
+          .insertInto('credit_entries')
+          .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
+          .execute();
+        return true;
+      }),
+    );
     return done ? this.getAccount(accountId) : undefined;
   }
 
@@ -237,13 +226,7 @@ export class KyselyLedger implements Ledger {
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
-    const rows = await this.db
-      .selectFrom('api_keys')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .orderBy('created_at')
-      .orderBy('hash')
-      .execute();
+    const rows = await this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('hash').execute();
     return rows.map(toKey);
   }
 
@@ -322,20 +305,12 @@ export class KyselyLedger implements Ledger {
   }
 
   async deleteByokSecret(accountId: string, provider: string): Promise<boolean> {
-    const res = await this.db
-      .deleteFrom('byok_secrets')
-      .where('account_id', '=', accountId)
-      .where('provider', '=', provider)
-      .executeTakeFirst();
+    const res = await this.db.deleteFrom('byok_secrets').where('account_id', '=', accountId).where('provider', '=', provider).executeTakeFirst();
     return big(res.numDeletedRows) > 0n;
   }
 
   async byokSecrets(accountId: string): Promise<Map<string, string>> {
-    const rows = await this.db
-      .selectFrom('byok_secrets')
-      .select(['provider', 'ciphertext'])
-      .where('account_id', '=', accountId)
-      .execute();
+    const rows = await this.db.selectFrom('byok_secrets').select(['provider', 'ciphertext']).where('account_id', '=', accountId).execute();
     return new Map(rows.map((r) => [r.provider, r.ciphertext]));
   }
 

@@ -78,4 +78,3 @@ export function femtoToNanoCeil(femto: bigint): Nano {
   if (femto <= 0n) return femto / FEMTO_PER_NANO;
   return (femto + FEMTO_PER_NANO - 1n) / FEMTO_PER_NANO;
 }
-

@@ -37,12 +37,7 @@ export function billedCompletionTokens(u: TokenUsage): number {
 
 /** Cost = prompt × prompt price + completion × completion price + request fee + images × image price + extras. */
 export function costOf(u: TokenUsage, p: Pricing, extras: Femto = 0n): Nano {
-  const femto =
-    BigInt(u.promptTokens) * p.prompt +
-    BigInt(billedCompletionTokens(u)) * p.completion +
-    p.request +
-    BigInt(u.images ?? 0) * p.image +
-    extras;
+  const femto = BigInt(u.promptTokens) * p.prompt + BigInt(billedCompletionTokens(u)) * p.completion + p.request + BigInt(u.images ?? 0) * p.image + extras;
   return femtoToNanoCeil(femto);
 }
 

@@ -67,9 +67,7 @@ export function searchResultsTokenBound(maxResults: number): number {
 /** The messages with the search results (each cut to its limits) put in front as a system message. */
 export function withSearchResults(messages: readonly unknown[], results: readonly SearchResult[]): unknown[] {
   if (results.length === 0) return [...messages];
-  const lines = results.map(
-    (r, i) => `[${i + 1}] ${r.title.slice(0, LIMITS.title)} (${r.url.slice(0, LIMITS.url)})\n${r.text.slice(0, LIMITS.text)}`,
-  );
+  const lines = results.map((r, i) => `[${i + 1}] ${r.title.slice(0, LIMITS.title)} (${r.url.slice(0, LIMITS.url)})\n${r.text.slice(0, LIMITS.text)}`);
   const system = {
     role: 'system',
     content: `${HEADER}${lines.join('\n\n')}`,

@@ -1,12 +1,5 @@
 import { GatewayError } from '../errors.js';
-import {
-  ProviderError,
-  type ChatAnswer,
-  type ChatBody,
-  type Chunk,
-  type ProviderAdapter,
-  type ProviderFailure,
-} from '../providers/provider.js';
+import { ProviderError, type ChatAnswer, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure } from '../providers/provider.js';
 import type { Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
 
@@ -153,14 +146,23 @@ function exhausted(failures: AttemptFailure[], refusals: GatewayError[], aborted
     if (hints.every((h) => h !== undefined)) {
       headers['retry-after'] = String(Math.max(1, Math.ceil(Math.min(...(hints as number[])) / 1000)));
     }
-    return new GatewayError('upstream_rate_limited', `every provider for this request is rate limited or at capacity (${first.attempt.endpoint.provider}: ${first.failure.message}); retry with backoff`, {
-      metadata,
-      headers,
-    });
+    return new GatewayError(
+      'upstream_rate_limited',
+      `every provider for this request is rate limited or at capacity (${first.attempt.endpoint.provider}: ${first.failure.message}); retry with backoff`,
+      {
+        metadata,
+        headers,
+      },
+    );
   }
   const metadata: Record<string, unknown> = {
     provider_name: providerName ?? null,
-    attempts: failures.map((f) => ({ provider: f.attempt.endpoint.provider, model: f.attempt.model.id, reason: f.failure.message, ...(f.failure.status ? { status: f.failure.status } : {}) })),
+    attempts: failures.map((f) => ({
+      provider: f.attempt.endpoint.provider,
+      model: f.attempt.model.id,
+      reason: f.failure.message,
+      ...(f.failure.status ? { status: f.failure.status } : {}),
+    })),
   };
   const detail = last ? `${last.attempt.endpoint.provider}: ${last.failure.message}` : 'no provider is available';
   return new GatewayError('upstream_failed', `every provider failed for this request (${detail})`, { metadata });

@@ -17,9 +17,7 @@ interface Part {
 export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content
-    .map((p: Part) => (p && typeof p === 'object' && typeof p.text === 'string' ? p.text : ''))
-    .join('');
+  return content.map((p: Part) => (p && typeof p === 'object' && typeof p.text === 'string' ? p.text : '')).join('');
 }
 
 /** Image parts in the messages, for image pricing. */

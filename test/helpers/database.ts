@@ -39,9 +39,7 @@ function postgresTarget(adminUrl: string): DatabaseTarget {
   };
 }
 
-export const databaseTargets: DatabaseTarget[] = process.env.DATABASE_URL
-  ? [sqliteTarget, postgresTarget(process.env.DATABASE_URL)]
-  : [sqliteTarget];
+export const databaseTargets: DatabaseTarget[] = process.env.DATABASE_URL ? [sqliteTarget, postgresTarget(process.env.DATABASE_URL)] : [sqliteTarget];
 
 if (!process.env.DATABASE_URL) {
   process.stderr.write('note: DATABASE_URL is not set; ledger suites run on SQLite only (set it to a PostgreSQL URL to run them there too)\n');

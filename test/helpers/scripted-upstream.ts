@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -54,7 +55,7 @@ export class ScriptedUpstream {
   private server: Server | undefined;
   private holds: Array<() => void> = [];
   private held: Array<() => void> = [];
-  private readonly sockets = new Set<import('node:net').Socket>();
+  private readonly sockets = new Set<Socket>();
 
   script(...scripts: Script[]): this {
     this.scripts = scripts;

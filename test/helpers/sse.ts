@@ -3,7 +3,13 @@ export async function readSse(res: Response): Promise<Array<Record<string, unkno
   const text = await res.text();
   return text
     .split('\n\n')
-    .map((block) => block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n'))
+    .map((block) =>
+      block
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n'),
+    )
     .filter((d) => d.length > 0)
     .map((d) => (d === '[DONE]' ? '[DONE]' : (JSON.parse(d) as Record<string, unknown>)));
 }

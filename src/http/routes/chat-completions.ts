@@ -35,7 +35,10 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       reply.hijack();
       await writeSse(reply.raw, headers, chat.relay(started, controller.signal));
       // A hijacked reply skips onResponse: its access-log line is written here.
-      req.log.info({ method: req.method, path: '/api/v1/chat/completions', status: 200, ms: Math.round(reply.elapsedTime), stream: true, generation: started.served.id }, 'request');
+      req.log.info(
+        { method: req.method, path: '/api/v1/chat/completions', status: 200, ms: Math.round(reply.elapsedTime), stream: true, generation: started.served.id },
+        'request',
+      );
       return reply;
     } finally {
       // Every path settles; one that ended before any output (the client gone first) releases its holds.

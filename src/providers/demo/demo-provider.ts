@@ -51,13 +51,7 @@ export class DemoProvider implements ProviderAdapter {
     return { kind: 'stream', chunks: this.stream(base, tokens, finish, usage, call.signal) };
   }
 
-  private async *stream(
-    base: Chunk,
-    tokens: string[],
-    finish: string,
-    usage: Chunk,
-    signal: AbortSignal,
-  ): AsyncGenerator<Chunk> {
+  private async *stream(base: Chunk, tokens: string[], finish: string, usage: Chunk, signal: AbortSignal): AsyncGenerator<Chunk> {
     const chunk = (delta: Chunk, finishReason: string | null): Chunk => ({
       ...base,
       object: 'chat.completion.chunk',

@@ -2,14 +2,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { Clock } from '../../clock.js';
 import { usageOf } from '../usage.js';
-import {
-  ProviderError,
-  type ChatAnswer,
-  type ChatCall,
-  type Chunk,
-  type ProviderAdapter,
-  type ProviderFailure,
-} from '../provider.js';
+import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type ProviderFailure } from '../provider.js';
 import { retryAfterMs } from './retry-after.js';
 import { describeUpstreamError, redactSecrets } from './upstream-error.js';
 

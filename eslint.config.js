@@ -1,0 +1,71 @@
+// ESLint: typescript-eslint's recommended rules, plus the dependency direction of DESIGN.md encoded as
+// import restrictions. Layers, innermost first:
+//   errors, clock, config, observability, tokenizer            (leaves: import nothing of the app)
+//   ledger, limits, providers, security, plugins               (stores and adapters)
+//   admission, routing                                         (decisions)
+//   chat, admin                                                (services)
+//   http                                                       (the only code that knows the web framework)
+//   main.ts, cli.ts, bootstrap-demo.ts                         (composition root and command line)
+// A folder may import its own layer's leaves and anything inward of it, never outward. Only the composition
+// root picks concrete implementations (stores, ledgers, provider adapters).
+import js from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+const layer = (folders, message) => ({ regex: `(^|/)(${folders.join('|')})/`, message, allowTypeImports: false });
+
+const outward = {
+  leaves: ['ledger', 'limits', 'providers', 'security', 'plugins', 'admission', 'routing', 'chat', 'admin', 'http'],
+  stores: ['admission', 'routing', 'chat', 'admin', 'http'],
+  decisions: ['chat', 'admin', 'http'],
+  services: ['http'],
+};
+
+/** Concrete implementations: only main.ts builds them. */
+const concrete = {
+  regex: '(kysely-ledger|memory-[a-z-]+-store|redis-[a-z-]+|openai-provider|demo-provider|ledger/database|ledger/migrations)(\\.js)?$',
+  message: 'only src/main.ts picks concrete implementations; import the interface at the top of the folder',
+};
+
+const restrict = (files, folders, extra = []) => ({
+  files,
+  rules: {
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        paths: extra,
+        patterns: [
+          ...(folders.length ? [layer(folders, `dependencies point inward (DESIGN.md): this folder may not import ${folders.join(', ')}`)] : []),
+          concrete,
+        ],
+      },
+    ],
+  },
+});
+
+const framework = ['fastify', '@fastify/cors'].map((name) => ({ name, message: 'only src/http/ knows the web framework' }));
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'data/', 'web/dist/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { ...globals.node } },
+    rules: {
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      'no-console': 'off',
+    },
+  },
+  restrict(['src/errors.ts', 'src/clock.ts', 'src/config/**', 'src/observability/**', 'src/tokenizer/**'], outward.leaves, framework),
+  restrict(['src/{ledger,limits,providers,security,plugins}/**'], outward.stores, framework),
+  restrict(['src/{admission,routing}/**'], outward.decisions, framework),
+  restrict(['src/{chat,admin}/**'], outward.services, framework),
+  restrict(['src/http/**'], []),
+  {
+    // Tests and benchmarks wire what they need.
+    files: ['test/**', 'bench/**'],
+    // JSON answers are read loosely in tests (a marked seam): the assertions check their shape.
+    rules: { '@typescript-eslint/no-non-null-assertion': 'off', '@typescript-eslint/no-explicit-any': 'off' },
+  },
+);
