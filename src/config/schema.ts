@@ -61,6 +61,13 @@ const limits = z
   })
   .strict();
 
+const routing = z
+  .object({
+    /** The longest an endpoint is skipped for one credential after a 429 with a retry hint. */
+    max_cooldown_ms: z.number().int().positive().max(86_400_000).default(60_000),
+  })
+  .strict();
+
 const timeouts = z
   .object({
     first_byte: z.number().int().positive().default(30000),
@@ -146,6 +153,7 @@ export const configSchema = z
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
       .optional(),
     limits: limits.default(limits.parse({})),
+    routing: routing.default(routing.parse({})),
     providers: z.array(provider).min(1),
     models: z.array(model).min(1),
     plugins: z.object({ web: webPlugin.optional() }).strict().default({}),

@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
 import { ProviderError, type ChatAnswer, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure } from '../providers/provider.js';
-import type { Cooldowns } from './cooldowns.js';
+import { cooldownKey, type Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
 
 export interface AttemptFailure {
@@ -89,7 +89,10 @@ export async function route(input: RouteInput): Promise<Routed> {
         continue;
       }
     }
-    const endpointKey = `${attempt.endpoint.provider}\u0000${attempt.endpoint.upstreamModel}`;
+    const byok = input.byokKey(attempt.endpoint.provider);
+    const apiKey = byok ?? input.platformKey(attempt.endpoint.provider);
+    // Cooldowns are per credential: one account's exhausted key must not stop the others.
+    const endpointKey = cooldownKey(attempt.endpoint.provider, attempt.endpoint.upstreamModel, apiKey);
     const cooling = input.cooldowns.cooling(endpointKey);
     if (cooling) {
       failures.push({
@@ -103,12 +106,11 @@ export async function route(input: RouteInput): Promise<Routed> {
       });
       continue;
     }
-    const byok = input.byokKey(attempt.endpoint.provider);
     try {
       const answer = await provider.chat({
         body: { ...input.body, model: attempt.endpoint.upstreamModel },
         stream: input.stream,
-        apiKey: byok ?? input.platformKey(attempt.endpoint.provider),
+        apiKey,
         signal: input.signal,
       });
       if (answer.kind === 'stream') {
@@ -117,9 +119,12 @@ export async function route(input: RouteInput): Promise<Routed> {
       return { attempt, answer, isByok: byok !== undefined, failures };
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
-      failures.push({ attempt, failure: err.failure });
-      if (err.failure.kind === 'rate_limited' && err.failure.retryAfterMs !== undefined) {
-        input.cooldowns.note(endpointKey, err.failure.retryAfterMs, err.failure.code);
+      // An upstream's retry hint is bounded before anything uses it (the cooldown, the Retry-After sent).
+      const hint = err.failure.retryAfterMs;
+      const failure = hint === undefined ? err.failure : { ...err.failure, retryAfterMs: input.cooldowns.bound(hint) };
+      failures.push({ attempt, failure });
+      if (failure.kind === 'rate_limited' && failure.retryAfterMs !== undefined) {
+        input.cooldowns.note(endpointKey, failure.retryAfterMs, failure.code);
       }
     }
   }
