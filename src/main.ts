@@ -105,6 +105,15 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     );
   }
 
+  for (const p of config.providers) {
+    if (p.type === 'openai' && !p.api_key) {
+      logger.warn(
+        { provider: p.id },
+        `provider "${p.id}" has no api_key (unset or empty): its calls carry no credentials unless the account stored its own (BYOK) key`,
+      );
+    }
+  }
+
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());

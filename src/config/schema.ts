@@ -81,7 +81,11 @@ const openaiProvider = z
     id: z.string().min(1),
     type: z.literal('openai'),
     base_url: z.url({ protocol: /^https?$/ }),
-    api_key: optionalString,
+    /** Empty counts as unset (warned about at start: only BYOK requests carry a key then). */
+    api_key: z
+      .string()
+      .optional()
+      .transform((v) => v || undefined),
     timeouts_ms: timeouts.default(timeouts.parse({})),
     connections: z.number().int().positive().default(128),
   })
