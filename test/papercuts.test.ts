@@ -3,6 +3,7 @@ import { ManualClock } from '../src/clock.js';
 import { ScriptedUpstream, type Script } from './helpers/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { readSse } from './helpers/sse.js';
+import { databaseTargets, type DatabaseTarget } from './helpers/database.js';
 
 const hi = [{ role: 'user', content: 'hi' }];
 const price = { prompt: '0.000001', completion: '0.000001' };
@@ -88,12 +89,17 @@ describe('issue 7 item 10b: an upstream 400/413/422 that every provider gives is
   });
 });
 
-describe('issue 7 item 10c: /health/ready checks the ledger', () => {
+describe.each(databaseTargets)('issue 7 item 10c: /health/ready checks the ledger ($name)', (target) => {
   let gw: TestGateway;
+  let db: Awaited<ReturnType<DatabaseTarget['create']>>;
   beforeAll(async () => {
-    gw = await startTestGateway();
+    db = await target.create();
+    gw = await startTestGateway({ database_url: db.url });
   });
-  afterAll(() => gw.close().catch(() => undefined));
+  afterAll(async () => {
+    await gw.close().catch(() => undefined);
+    await db.drop();
+  });
 
   it('is 200 while the ledger answers and 503 once it does not; /health stays liveness', async () => {
     const ready = await gw.fetch('/health/ready');
