@@ -3,8 +3,11 @@ import { Command } from 'commander';
 import { bootstrapDemo } from './bootstrap-demo.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { isGatewayError } from './errors.js';
+import { readStoredSetting } from './ledger/stored-setting.js';
 import { startGateway, type Gateway } from './main.js';
 
+/** A database URL without its password, for messages. */
+const redactUrl = (url: string) => url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const json = (value: unknown) => out(JSON.stringify(value, null, 2));
 
@@ -124,8 +127,22 @@ keys
 
 program
   .command('admin-token')
-  .description('print the admin token stored on first start')
+  .description('print the admin token: the configured one, or the one stored on first start (never creates one)')
   .option(...configOpt)
-  .action((o: { config?: string }) => withGateway(o.config, async (gw) => ({ admin_token: gw.adminToken })));
+  .action(async (o: { config?: string }) => {
+    try {
+      const config = loadConfig(o.config);
+      const token = config.admin_token ?? (await readStoredSetting(config.database_url, 'admin_token'));
+      if (!token) {
+        process.stderr.write(
+          `tollgate: no admin token: admin_token is not set in the config, and the ledger (${redactUrl(config.database_url)}) holds none yet. Set admin_token, or start \`tollgate serve\` once: it generates one, stores it and prints it.\n`,
+        );
+        process.exit(1);
+      }
+      json({ admin_token: token });
+    } catch (err) {
+      fail(err);
+    }
+  });
 
 program.parseAsync(process.argv).catch(fail);

@@ -18,6 +18,12 @@ export const errorCodes = {
   rate_limited: { status: 429, retryable: true },
   upstream_rate_limited: { status: 429, retryable: true },
   upstream_failed: { status: 502, retryable: true },
+  // Every provider refused the request itself (CONTRACT §10): its status, passed on.
+  upstream_bad_request: { status: 400, retryable: false },
+  upstream_payload_too_large: { status: 413, retryable: false },
+  upstream_unprocessable: { status: 422, retryable: false },
+  /** A store the gateway needs does not answer (`metadata.reason` says which). */
+  unavailable: { status: 503, retryable: true },
   internal: { status: 500, retryable: true },
 } as const satisfies Record<string, { status: number; retryable: boolean }>;
 

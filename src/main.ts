@@ -105,6 +105,15 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     );
   }
 
+  for (const p of config.providers) {
+    if (p.type === 'openai' && !p.api_key) {
+      logger.warn(
+        { provider: p.id },
+        `provider "${p.id}" has no api_key (unset or empty): its calls carry no credentials unless the account stored its own (BYOK) key`,
+      );
+    }
+  }
+
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
@@ -112,7 +121,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const counters = new MemoryCounterStore();
   const freeLimits = new FreeModelLimits(counters, config, clock);
   const ddos = new DdosGuard(counters, config.limits.ddos.per_ip_per_second, clock);
-  const cooldowns = new Cooldowns(clock);
+  const cooldowns = new Cooldowns(clock, config.routing.max_cooldown_ms);
   const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: runningHoldTtl(config) });
   const searchAgent = config.plugins.web ? new Agent({ keepAliveTimeout: 30_000 }) : undefined;
   const webSearch =

@@ -1,8 +1,9 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse } from './helpers/sse.js';
 
@@ -124,5 +125,65 @@ describe('the tollgate command', () => {
       expect(server.output()).not.toContain(ADMIN);
       expect(server.output()).not.toContain(key);
     });
+  });
+});
+
+describe('issue 7 item 10d: tollgate admin-token prints and never writes', () => {
+  let dir: string;
+  const noTokenConfig = () => {
+    const file = join(dir, 'no-token.yaml');
+    writeFileSync(
+      file,
+      `database_url: sqlite:${join(dir, 'data', 'ledger.db')}
+providers:
+  - { id: demo, type: demo }
+models:
+  - { id: demo/echo, endpoints: [{ provider: demo, model: echo }] }
+`,
+    );
+    return file;
+  };
+  const storedTokens = () => {
+    const db = new Database(join(dir, 'data', 'ledger.db'), { readonly: true });
+    try {
+      return db.prepare("select value from settings where name = 'admin_token'").all() as Array<{ value: string }>;
+    } finally {
+      db.close();
+    }
+  };
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-admin-token-'));
+  });
+
+  it('says clearly that there is none, and creates nothing, before a token was ever stored', async () => {
+    const config = noTokenConfig();
+    const err = (await run(process.execPath, [CLI, 'admin-token', '--config', config], { env }).then(
+      (r) => ({ code: 0, ...r }),
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    )) as { code: number; stdout: string; stderr: string };
+    expect(err.code).not.toBe(0);
+    expect(err.stdout).toBe('');
+    expect(err.stderr).toMatch(/no admin token/i);
+    expect(err.stderr).not.toMatch(/\s+at .*\.js:\d+/);
+    expect(existsSync(join(dir, 'data', 'ledger.db'))).toBe(false);
+  });
+
+  it('prints the stored token, and writes nothing', async () => {
+    const config = noTokenConfig();
+    await cli('accounts', 'create', '--name', 'first start', '--config', config); // stores a generated token
+    const stored = storedTokens();
+    expect(stored).toHaveLength(1);
+    const printed = await cli('admin-token', '--config', config);
+    expect(printed).toEqual({ admin_token: stored[0]?.value });
+    expect(await cli('admin-token', '--config', config)).toEqual(printed);
+    expect(storedTokens()).toEqual(stored);
+  });
+
+  it('prints the configured token when the config sets one', async () => {
+    const config = join(dir, 'with-token.yaml');
+    writeFileSync(config, `admin_token: \${CLI_TEST_ADMIN}\ndatabase_url: sqlite:${join(dir, 'other', 'ledger.db')}\n`);
+    expect(await cli('admin-token', '--config', config)).toEqual({ admin_token: ADMIN });
+    expect(existsSync(join(dir, 'other', 'ledger.db'))).toBe(false);
   });
 });

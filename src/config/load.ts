@@ -13,7 +13,10 @@ type Env = Readonly<Record<string, string | undefined>>;
 const WHOLE_VAR = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 const ANY_VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
-/** Replaces `${NAME}` in every string value; a value that is only an unset variable becomes absent. */
+/**
+ * Replaces `${NAME}` in every string value; a value that is only an unset variable becomes absent, and
+ * so does a key left empty (YAML null, e.g. `redis_url:`).
+ */
 export function substituteEnv(value: unknown, env: Env): unknown {
   if (typeof value === 'string') {
     const whole = WHOLE_VAR.exec(value);
@@ -28,7 +31,7 @@ export function substituteEnv(value: unknown, env: Env): unknown {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
       const s = substituteEnv(v, env);
-      if (s !== undefined) out[k] = s;
+      if (s !== undefined && s !== null) out[k] = s;
     }
     return out;
   }
@@ -83,6 +86,8 @@ export function loadConfig(file: string | undefined, env: Env = process.env): Co
   if (raw !== null && raw !== undefined && (typeof raw !== 'object' || Array.isArray(raw))) {
     throw new ConfigError(`config file ${file} must be a YAML mapping`);
   }
-  const merged = { ...embeddedConfig, ...((raw as Record<string, unknown> | null) ?? {}) };
+  // A top-level key left empty does not replace the embedded one: it is unset.
+  const given = Object.entries((raw as Record<string, unknown> | null) ?? {}).filter(([, v]) => v !== null);
+  const merged = { ...embeddedConfig, ...Object.fromEntries(given) };
   return parseConfig(merged, env, `config file ${file}`);
 }

@@ -61,6 +61,13 @@ const limits = z
   })
   .strict();
 
+const routing = z
+  .object({
+    /** The longest an endpoint is skipped for one credential after a 429 with a retry hint. */
+    max_cooldown_ms: z.number().int().positive().max(86_400_000).default(60_000),
+  })
+  .strict();
+
 const timeouts = z
   .object({
     first_byte: z.number().int().positive().default(30000),
@@ -74,7 +81,11 @@ const openaiProvider = z
     id: z.string().min(1),
     type: z.literal('openai'),
     base_url: z.url({ protocol: /^https?$/ }),
-    api_key: optionalString,
+    /** Empty counts as unset (warned about at start: only BYOK requests carry a key then). */
+    api_key: z
+      .string()
+      .optional()
+      .transform((v) => v || undefined),
     timeouts_ms: timeouts.default(timeouts.parse({})),
     connections: z.number().int().positive().default(128),
   })
@@ -146,6 +157,7 @@ export const configSchema = z
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
       .optional(),
     limits: limits.default(limits.parse({})),
+    routing: routing.default(routing.parse({})),
     providers: z.array(provider).min(1),
     models: z.array(model).min(1),
     plugins: z.object({ web: webPlugin.optional() }).strict().default({}),

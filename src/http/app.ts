@@ -33,14 +33,21 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
   app.addContentTypeParser('*', { parseAs: 'string' }, parse);
   registerErrorHandling(app, deps.logger);
+  const probes = new Set(['/health', '/health/ready']);
+  // One access-log line a request, streamed or not: method, path (query left out), status, time, and
+  // whether the client left before the end. Never a header. Written when the response closes, which
+  // it does once whatever happened (Fastify's onResponse also runs for a hijacked, streamed reply, and
+  // not at all when the client goes away first). A route adds fields through req.log's bindings.
+  app.addHook('onRequest', async (req, reply) => {
+    if (probes.has(req.url)) return;
+    reply.raw.once('close', () => {
+      const fields = { method: req.method, path: req.url.split('?')[0], status: reply.raw.statusCode, ms: Math.round(reply.elapsedTime) };
+      req.log.info(reply.raw.writableFinished ? fields : { ...fields, client_gone: true }, 'request');
+    });
+  });
   // The DDoS guard runs first, before a key is looked up or a body is read.
   app.addHook('onRequest', async (req) => {
-    if (req.url !== '/health') await deps.ddos.check(req.ip);
-  });
-  // One access-log line a request: method, path (query left out), status, time. Never a header.
-  app.addHook('onResponse', async (req, reply) => {
-    if (req.url === '/health') return;
-    req.log.info({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    if (!probes.has(req.url)) await deps.ddos.check(req.ip);
   });
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);

@@ -30,14 +30,18 @@ function withStatementCache(db: BetterSqlite3.Database): BetterSqlite3.Database 
   });
 }
 
-/** Opens the ledger database named by `database_url` (sqlite:PATH, sqlite::memory:, postgres://…). */
-export function openDatabase(url: string): Kysely<Database> {
+/**
+ * Opens the ledger database named by `database_url` (sqlite:PATH, sqlite::memory:, postgres://…).
+ * `readOnly` (SQLite) opens an existing file without writing: no directory or file is created.
+ */
+export function openDatabase(url: string, options: { readOnly?: boolean } = {}): Kysely<Database> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     const memory = path === ':memory:' || path === '';
-    if (!memory) mkdirSync(dirname(path), { recursive: true });
-    const sqlite = new BetterSqlite3(memory ? ':memory:' : path);
-    sqlite.pragma('journal_mode = WAL');
+    const readOnly = options.readOnly === true && !memory;
+    if (!memory && !readOnly) mkdirSync(dirname(path), { recursive: true });
+    const sqlite = new BetterSqlite3(memory ? ':memory:' : path, readOnly ? { readonly: true, fileMustExist: true } : {});
+    if (!readOnly) sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Account, AccountType, Charge, CreditKind, Generation, KeyPatch, KeyRecord, KeyUsage, Ledger, NewAccount, NewKey, UsageTotals } from './ledger.js';
 import type { Nano } from './money.js';
 import { periodKeys, type LimitReset, type PeriodKeys } from './periods.js';
@@ -506,6 +506,10 @@ export class KyselyLedger implements Ledger {
       .values({ name, value })
       .onConflict((oc) => oc.column('name').doUpdateSet({ value }))
       .execute();
+  }
+
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
   }
 
   async close(): Promise<void> {

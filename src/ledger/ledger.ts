@@ -120,5 +120,8 @@ export interface Ledger {
   getSetting(name: string): Promise<string | undefined>;
   setSetting(name: string, value: string): Promise<void>;
 
+  /** A cheap round trip to the database; rejects when it does not answer (readiness, CONTRACT §8). */
+  ping(): Promise<void>;
+
   close(): Promise<void>;
 }

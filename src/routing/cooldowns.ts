@@ -1,13 +1,34 @@
+import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 
 /**
- * Endpoints that answered 429 with a retry hint are skipped for as long as they asked (spec, 429
- * origin B: fallback routing first retries other providers for the same model).
+ * The endpoint-and-credential a cooldown applies to: provider, upstream model and a hash of the key
+ * the call was sent with (never the key itself). One account's exhausted BYOK key cools down only
+ * that key; the platform key is one more credential.
+ */
+export function cooldownKey(provider: string, upstreamModel: string, apiKey: string | undefined): string {
+  const credential = apiKey === undefined ? 'none' : createHash('sha256').update(apiKey).digest('base64url').slice(0, 22);
+  return `${provider}\u0000${upstreamModel}\u0000${credential}`;
+}
+
+/**
+ * Endpoints that answered 429 with a retry hint are skipped, for that credential, for as long as they
+ * asked, but never longer than `maxMs` (spec, 429 origin B: fallback routing first retries other
+ * providers for the same model). An upstream's hint is not trusted without bound.
  */
 export class Cooldowns {
   private readonly until = new Map<string, { until: number; code: string | undefined }>();
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly maxMs: number,
+  ) {}
+
+  /** An upstream's retry hint, made finite, non-negative and at most the cap. */
+  bound(retryAfterMs: number): number {
+    if (Number.isNaN(retryAfterMs) || retryAfterMs <= 0) return 0;
+    return Math.min(Math.ceil(retryAfterMs), this.maxMs);
+  }
 
   /** When the endpoint may be tried again, if it is cooling down now. */
   cooling(key: string): { remainingMs: number; code: string | undefined } | undefined {
@@ -22,8 +43,9 @@ export class Cooldowns {
   }
 
   note(key: string, retryAfterMs: number, code: string | undefined): void {
-    if (retryAfterMs <= 0) return;
-    const until = this.clock.now() + retryAfterMs;
+    const wait = this.bound(retryAfterMs);
+    if (wait <= 0) return;
+    const until = this.clock.now() + wait;
     const current = this.until.get(key);
     if (!current || current.until < until) this.until.set(key, { until, code });
   }

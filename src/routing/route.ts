@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
 import { ProviderError, type ChatAnswer, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure } from '../providers/provider.js';
-import type { Cooldowns } from './cooldowns.js';
+import { cooldownKey, type Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
 
 export interface AttemptFailure {
@@ -71,7 +71,8 @@ async function primeStream(chunks: AsyncIterable<Chunk>): Promise<AsyncIterable<
 /**
  * Tries the attempts in order until one answers. A failure before any output reaches the client
  * moves on to the next attempt; when all fail, the error says why (429 when any upstream rate
- * limited the request, 502 otherwise).
+ * limited the request; the providers' 400, 413 or 422 when every one refused the request itself;
+ * 502 otherwise).
  */
 export async function route(input: RouteInput): Promise<Routed> {
   const failures: AttemptFailure[] = [];
@@ -89,7 +90,10 @@ export async function route(input: RouteInput): Promise<Routed> {
         continue;
       }
     }
-    const endpointKey = `${attempt.endpoint.provider}\u0000${attempt.endpoint.upstreamModel}`;
+    const byok = input.byokKey(attempt.endpoint.provider);
+    const apiKey = byok ?? input.platformKey(attempt.endpoint.provider);
+    // Cooldowns are per credential: one account's exhausted key must not stop the others.
+    const endpointKey = cooldownKey(attempt.endpoint.provider, attempt.endpoint.upstreamModel, apiKey);
     const cooling = input.cooldowns.cooling(endpointKey);
     if (cooling) {
       failures.push({
@@ -103,12 +107,11 @@ export async function route(input: RouteInput): Promise<Routed> {
       });
       continue;
     }
-    const byok = input.byokKey(attempt.endpoint.provider);
     try {
       const answer = await provider.chat({
         body: { ...input.body, model: attempt.endpoint.upstreamModel },
         stream: input.stream,
-        apiKey: byok ?? input.platformKey(attempt.endpoint.provider),
+        apiKey,
         signal: input.signal,
       });
       if (answer.kind === 'stream') {
@@ -117,9 +120,12 @@ export async function route(input: RouteInput): Promise<Routed> {
       return { attempt, answer, isByok: byok !== undefined, failures };
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
-      failures.push({ attempt, failure: err.failure });
-      if (err.failure.kind === 'rate_limited' && err.failure.retryAfterMs !== undefined) {
-        input.cooldowns.note(endpointKey, err.failure.retryAfterMs, err.failure.code);
+      // An upstream's retry hint is bounded before anything uses it (the cooldown, the Retry-After sent).
+      const hint = err.failure.retryAfterMs;
+      const failure = hint === undefined ? err.failure : { ...err.failure, retryAfterMs: input.cooldowns.bound(hint) };
+      failures.push({ attempt, failure });
+      if (failure.kind === 'rate_limited' && failure.retryAfterMs !== undefined) {
+        input.cooldowns.note(endpointKey, failure.retryAfterMs, failure.code);
       }
     }
   }
@@ -164,6 +170,31 @@ function exhausted(failures: AttemptFailure[], refusals: GatewayError[], aborted
       ...(f.failure.status ? { status: f.failure.status } : {}),
     })),
   };
+  const refused = refusedByEveryProvider(failures);
+  if (refused) {
+    const { attempt, failure } = refused;
+    const code = REQUEST_REFUSALS[failure.status as RefusalStatus];
+    if (failure.code !== undefined) metadata.provider_code = failure.code;
+    return new GatewayError(code, `the provider refused the request (${attempt.endpoint.provider}: ${failure.message})`, {
+      metadata: { ...metadata, provider_name: attempt.endpoint.provider },
+    });
+  }
   const detail = last ? `${last.attempt.endpoint.provider}: ${last.failure.message}` : 'no provider is available';
   return new GatewayError('upstream_failed', `every provider failed for this request (${detail})`, { metadata });
+}
+
+/** An upstream status that means the request itself was refused, and the code that passes it on. */
+const REQUEST_REFUSALS = { 400: 'upstream_bad_request', 413: 'upstream_payload_too_large', 422: 'upstream_unprocessable' } as const;
+type RefusalStatus = keyof typeof REQUEST_REFUSALS;
+
+/**
+ * The first failure, when every provider tried refused the request itself (400, 413 or 422): the
+ * request is wrong, and the client is told so. When they disagree (one refused it, another failed
+ * otherwise: a 5xx, a timeout, a 401/403, which is the gateway's credentials) the request may well be
+ * fine, and it is the gateway's failure (undefined: 502). Different refusal statuses: the first
+ * provider's answers.
+ */
+function refusedByEveryProvider(failures: AttemptFailure[]): AttemptFailure | undefined {
+  const isRefusal = (f: AttemptFailure) => f.failure.kind === 'http' && f.failure.status !== undefined && f.failure.status in REQUEST_REFUSALS;
+  return failures.length > 0 && failures.every(isRefusal) ? failures[0] : undefined;
 }

@@ -29,16 +29,13 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     try {
       started = await chat.start(key, req.body, controller.signal);
       const headers = { 'x-generation-id': started.served.id };
+      // The access-log line (app.ts) names the generation and whether it was streamed.
+      req.log = req.log.child({ generation: started.served.id, stream: started.routed.answer.kind === 'stream' });
       if (started.routed.answer.kind === 'json') {
         return reply.headers(headers).send(chat.complete(started));
       }
       reply.hijack();
       await writeSse(reply.raw, headers, chat.relay(started, controller.signal));
-      // A hijacked reply skips onResponse: its access-log line is written here.
-      req.log.info(
-        { method: req.method, path: '/api/v1/chat/completions', status: 200, ms: Math.round(reply.elapsedTime), stream: true, generation: started.served.id },
-        'request',
-      );
       return reply;
     } finally {
       // Every path settles; one that ended before any output (the client gone first) releases its holds.

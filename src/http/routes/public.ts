@@ -7,12 +7,35 @@ import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
 import { generationView, modelView } from '../views.js';
 
-/** GET /key, /credits, /models, /generation and /health. */
+/** How long a readiness check waits for the ledger. */
+const READY_TIMEOUT_MS = 2000;
+
+/** GET /key, /credits, /models, /generation, /health and /health/ready. */
 export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void {
   const { ledger, clock, config, catalog } = deps;
   const modelsCreated = Math.floor(clock.now() / 1000);
 
   app.get('/health', async () => ({ status: 'ok' }));
+
+  // Readiness, for load balancers (CONTRACT §8): the ledger answers, within READY_TIMEOUT_MS.
+  app.get('/health/ready', async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([ledger.ping(), timeout]);
+    } catch (err) {
+      deps.logger.warn({ err: (err as Error).message }, 'readiness check: the ledger does not answer');
+      throw new GatewayError('unavailable', 'not ready: the ledger does not answer', {
+        metadata: { reason: 'ledger_unavailable' },
+        headers: { 'retry-after': '1' },
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    return { status: 'ok' };
+  });
 
   app.get('/api/v1/key', async (req) => {
     const key = await authenticateKey(req, ledger, clock);
