@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 20000,
     hookTimeout: 30000,
     pool: 'forks',
+    // test/timeouts-gc.test.ts forces garbage collections (global.gc).
+    execArgv: ['--expose-gc'],
   },
 });

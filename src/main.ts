@@ -69,15 +69,6 @@ function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapt
   return providers;
 }
 
-/**
- * How long a running request's hold may outlive it when its process dies: the longest a provider call
- * may take, plus the settlement window.
- */
-function runningHoldTtl(config: Config): number {
-  const longest = Math.max(600_000, ...config.providers.map((p) => (p.type === 'openai' ? p.timeouts_ms.total : 0)));
-  return longest + config.limits.in_flight.settlement_window_ms;
-}
-
 /** The composition root: reads nothing itself, builds every concrete piece from config, starts. */
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   const clock = options.clock ?? systemClock;
@@ -122,7 +113,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const freeLimits = new FreeModelLimits(counters, config, clock);
   const ddos = new DdosGuard(counters, config.limits.ddos.per_ip_per_second, clock);
   const cooldowns = new Cooldowns(clock, config.routing.max_cooldown_ms);
-  const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: runningHoldTtl(config) });
+  const admission = new Admission({ holds, ledger, clock, config });
   const searchAgent = config.plugins.web ? new Agent({ keepAliveTimeout: 30_000 }) : undefined;
   const webSearch =
     config.plugins.web && searchAgent

@@ -73,6 +73,16 @@ describe('config', () => {
     );
   });
 
+  it('issue 7 item 5: the request deadline defaults above every provider total timeout; a set one is kept, a bad one named', () => {
+    const models = [{ id: 'm', endpoints: [{ provider: 'p', model: 'x' }] }];
+    const withTotal = (total: number, limits: Record<string, unknown> = {}) =>
+      parseConfig({ providers: [{ id: 'p', type: 'openai', base_url: 'http://127.0.0.1:1/v1', timeouts_ms: { total } }], models, limits });
+    expect(withTotal(600_000).limits.request_deadline_ms).toBe(900_000);
+    expect(withTotal(1_200_000).limits.request_deadline_ms).toBe(1_260_000);
+    expect(withTotal(600_000, { request_deadline_ms: 700_000 }).limits.request_deadline_ms).toBe(700_000);
+    expect(() => withTotal(600_000, { request_deadline_ms: 0 })).toThrow(/limits\.request_deadline_ms/);
+  });
+
   it('says when the file is missing or not YAML', () => {
     expect(() => loadConfig('/nonexistent/tollgate.yaml', {})).toThrow(/cannot read config file .*ENOENT/);
     expect(() => loadConfig(tmp('listen: [unclosed'), {})).toThrow(/is not valid YAML/);

@@ -46,6 +46,24 @@ for (const [name, make] of stores) {
       await s.close();
     });
 
+    it('issue 7 item 5: renew keeps a running hold counting past its lease; a settling or gone hold is not renewed', async () => {
+      const s = make();
+      await s.acquire('a', 'run', 5n, null, T, T + 1000);
+      await s.acquire('a', 'done', 3n, null, T, T + 1000);
+      await s.settle('a', 'done', 2n, T + 60_000);
+      expect(await s.renew('a', 'run', T + 500, T + 1900)).toBe(true);
+      expect(await s.held('a', T + 1500)).toBe(7n); // without the renewal, 'run' would end at T + 1000
+      expect(await s.renew('a', 'done', T + 500, T + 120_000)).toBe(false);
+      expect((await s.list('a', T + 1500)).find((h) => h.settling)).toEqual({ amount: 2n, until: T + 60_000, settling: true });
+      expect(await s.held('a', T + 1900)).toBe(2n); // the lease ran out: only the settling hold is left
+      expect(await s.renew('a', 'run', T + 1900, T + 5000)).toBe(false); // a lapsed hold is not brought back
+      expect(await s.held('a', T + 1900)).toBe(2n);
+      await s.release('a', 'done');
+      expect(await s.renew('a', 'done', T + 1900, T + 5000)).toBe(false);
+      expect(await s.held('a', T + 1900)).toBe(0n);
+      await s.close();
+    });
+
     it('scopes are independent', async () => {
       const s = make();
       await s.acquire('a', 'h', 5n, 5n, T, T + 10);

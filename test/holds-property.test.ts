@@ -85,7 +85,7 @@ describe('in-flight holds under random interleavings (property)', () => {
           const ledger = slowReads(new KyselyLedger(db), () => turns.next().value as number);
           const holds = new MemoryHoldStore();
           const clock = new ManualClock(Date.UTC(2026, 10, 18, 9));
-          const admission = new Admission({ holds, ledger, clock, config, runningHoldTtlMs: 3_600_000 });
+          const admission = new Admission({ holds, ledger, clock, config });
           const account = await ledger.createAccount({ name: 'p', type: 'prepaid', createdAt: clock.now(), freeModelLimitsExempt: false });
           const key = await ledger.createKey({
             hash: 'k',

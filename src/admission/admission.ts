@@ -9,7 +9,8 @@ import type { HoldStore, HoldView } from '../limits/hold-store.js';
 import { accountSubject, inFlightApplies, inFlightBudget, inFlightRules, type InFlightRules, type RequestKind } from './applicability.js';
 import { balanceCannotCover, inFlightBudgetExhausted, keyLimitReached, negativeBalance, weightExceedsBudget } from './credit-errors.js';
 import { estimate, type Estimate, type EstimateInput } from './estimate.js';
-import { Ticket } from './ticket.js';
+import { RUNNING_HOLD_LEASE_MS, Ticket } from './ticket.js';
+import { TypicalDurations } from './typical-durations.js';
 
 export interface AdmissionRequest extends Omit<EstimateInput, 'completionTokens'> {
   id: string;
@@ -44,14 +45,22 @@ function keyRefusal(key: KeyRecord, limit: Nano, left: Nano, others: Nano, amoun
   });
 }
 
-/** Whole seconds until enough held or settling cost is released for `need` to fit (at least 1). */
-export function retryAfterSeconds(holds: readonly HoldView[], need: Nano, now: number, windowMs: number): number {
+/** What a running request is assumed to take when its model has no recent requests. */
+const UNKNOWN_DURATION_MS = 60_000;
+
+/**
+ * Whole seconds until enough held or settling cost is released for `need` to fit (at least 1): a
+ * settling hold is released when its window ends; a running one when its request ends (assumed to
+ * take `runningMs` from now) and its actual cost's window after it.
+ */
+export function retryAfterSeconds(holds: readonly HoldView[], need: Nano, now: number, windowMs: number, runningMs: number): number {
+  const released = holds.map((h) => ({ amount: h.amount, at: h.settling ? h.until : now + runningMs + windowMs })).sort((a, b) => a.at - b.at);
   let freed = 0n;
-  let wait = windowMs;
-  for (const h of [...holds].filter((x) => x.settling).sort((a, b) => a.until - b.until)) {
-    freed += h.amount;
+  let wait = runningMs + windowMs;
+  for (const r of released) {
+    freed += r.amount;
     if (freed >= need) {
-      wait = h.until - now;
+      wait = r.at - now;
       break;
     }
   }
@@ -65,9 +74,16 @@ export function retryAfterSeconds(holds: readonly HoldView[], need: Nano, now: n
  */
 export class Admission {
   private readonly rules: InFlightRules;
+  private readonly durations = new TypicalDurations();
 
-  constructor(private readonly deps: { holds: HoldStore; ledger: Ledger; clock: Clock; config: Config; runningHoldTtlMs: number }) {
+  constructor(private readonly deps: { holds: HoldStore; ledger: Ledger; clock: Clock; config: Config }) {
     this.rules = inFlightRules(deps.config);
+  }
+
+  /** How long a running request of `model` is assumed to take: recently typical, within 1 s and the request deadline. */
+  private runningMs(model: string | undefined): number {
+    const typical = (model === undefined ? undefined : this.durations.typical(model)) ?? UNKNOWN_DURATION_MS;
+    return Math.min(Math.max(typical, 1000), this.deps.config.limits.request_deadline_ms);
   }
 
   /** What an account's in-flight budget is now, for the admin view. */
@@ -129,7 +145,7 @@ export class Admission {
       const budget = inFlightBudget(this.rules, fresh.balance);
       if (held > budget) {
         if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
-        throw this.budgetRefusal(held - est.credits, budget, est.credits, await holds.list(budgetScope, now), now);
+        throw this.budgetRefusal(req, held - est.credits, budget, est.credits, await holds.list(budgetScope, now), now);
       }
     }
   }
@@ -141,19 +157,21 @@ export class Admission {
   }
 
   /** The budget is full: `others` are the holds besides this request's `estimate`. */
-  private budgetRefusal(others: Nano, budget: Nano, estimate: Nano, holds: readonly HoldView[], now: number): GatewayError {
+  private budgetRefusal(req: AdmissionRequest, others: Nano, budget: Nano, estimate: Nano, holds: readonly HoldView[], now: number): GatewayError {
+    const runningMs = this.runningMs(req.attempts[0]?.model.id);
     return inFlightBudgetExhausted({
       held: others,
       budget,
       estimate,
-      retryAfterSeconds: retryAfterSeconds(holds, others + estimate - budget, now, this.rules.settlementWindowMs),
+      retryAfterSeconds: retryAfterSeconds(holds, others + estimate - budget, now, this.rules.settlementWindowMs, runningMs),
     });
   }
 
   private async tryAdmit(req: AdmissionRequest, est: Estimate): Promise<Ticket> {
     const { holds, clock } = this.deps;
     const now = clock.now();
-    const until = now + this.deps.runningHoldTtlMs;
+    // Running holds count for one lease, which the ticket renews while the request runs.
+    const until = now + RUNNING_HOLD_LEASE_MS;
     const { key, account, id } = req;
     const taken: string[] = [];
     let budgetScope: string | undefined;
@@ -177,11 +195,23 @@ export class Admission {
         const budget = inFlightBudget(this.rules, account.balance);
         if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
         const r = await holds.acquire(scopes.budget(account.id), id, est.credits, budget, now, until);
-        if (!r.ok) throw this.budgetRefusal(r.held, budget, est.credits, r.holds, now);
+        if (!r.ok) throw this.budgetRefusal(req, r.held, budget, est.credits, r.holds, now);
         budgetScope = scopes.budget(account.id);
       }
       await this.verify(req, est, taken, budgetScope);
-      return new Ticket(holds, id, taken, budgetScope, this.rules.settlementWindowMs, () => clock.now());
+      const model = req.attempts[0]?.model.id;
+      const { request_deadline_ms } = this.deps.config.limits;
+      return new Ticket({
+        holds,
+        clock,
+        id,
+        running: taken,
+        budgetScope,
+        windowMs: this.rules.settlementWindowMs,
+        // The request is aborted at its deadline and settles; its charge then has a window's time to land.
+        renewUntil: now + request_deadline_ms + this.rules.settlementWindowMs,
+        onEnded: model === undefined ? undefined : (ms) => this.durations.record(model, ms),
+      });
     } catch (err) {
       await undo();
       throw err;

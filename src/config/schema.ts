@@ -58,6 +58,12 @@ const limits = z
       .strict()
       .default({ per_ip_per_second: 1000 }),
     byok_fee: z.number().min(0).max(1).default(0.05),
+    /**
+     * How long one request may run, fallbacks, stalls and keep-alive comments included: at the deadline
+     * it is cancelled and settles (charged for what was delivered), and its holds end. Unset: 15 minutes,
+     * or a minute more than the longest provider `timeouts_ms.total` when that is longer.
+     */
+    request_deadline_ms: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -67,6 +73,12 @@ const routing = z
     max_cooldown_ms: z.number().int().positive().max(86_400_000).default(60_000),
   })
   .strict();
+
+/** The request deadline when config sets none: above every provider's total timeout. */
+function defaultRequestDeadlineMs(providers: ReadonlyArray<{ type: string; timeouts_ms?: { total: number } }>): number {
+  const longest = Math.max(0, ...providers.map((p) => p.timeouts_ms?.total ?? 0));
+  return Math.max(900_000, longest + 60_000);
+}
 
 const timeouts = z
   .object({
@@ -188,7 +200,11 @@ export const configSchema = z
         }
       });
     });
-  });
+  })
+  .transform((cfg) => ({
+    ...cfg,
+    limits: { ...cfg.limits, request_deadline_ms: cfg.limits.request_deadline_ms ?? defaultRequestDeadlineMs(cfg.providers) },
+  }));
 
 export type Config = z.output<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;

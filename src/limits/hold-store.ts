@@ -2,8 +2,9 @@ import type { Nano } from '../ledger/money.js';
 
 /**
  * Spending holds, grouped in scopes (an account's in-flight budget, an account's or a key's running
- * requests). A hold counts toward its scope until its `until` time: a running hold until a deadline
- * that bounds how long a dead process can keep it, a settling one until its settlement window ends.
+ * requests). A hold counts toward its scope until its `until` time: a running hold until the end of
+ * its lease, which its request's process renews while the request runs (so a dead process's holds
+ * lapse within one lease), a settling one until its settlement window ends.
  * Implementations sit beside this file (in process, Redis); core code imports only this one.
  */
 export interface HoldView {
@@ -24,6 +25,11 @@ export interface HoldStore {
   acquire(scope: string, id: string, amount: Nano, limit: Nano | null, now: number, until: number): Promise<AcquireResult>;
   /** Replaces a hold's amount with the actual cost and keeps it until `until` (the settlement window). */
   settle(scope: string, id: string, amount: Nano, until: number): Promise<void>;
+  /**
+   * Extends a running hold's lease to `until`; answers false (and changes nothing) when the hold is
+   * not running at `now`: settling, released, or lapsed.
+   */
+  renew(scope: string, id: string, now: number, until: number): Promise<boolean>;
   /** Drops a hold at once. */
   release(scope: string, id: string): Promise<void>;
   /** The sum of the scope's active holds at `now`. */

@@ -84,6 +84,14 @@ export class MemoryHoldStore implements HoldStore {
     this.tidy(scope, s);
   }
 
+  async renew(scope: string, id: string, now: number, until: number): Promise<boolean> {
+    const s = this.active(scope, now);
+    const h = s?.holds.get(id);
+    if (!s || !h || h.settling) return false;
+    this.put(s, id, h.amount, Math.max(h.until, until), false);
+    return true;
+  }
+
   async release(scope: string, id: string): Promise<void> {
     const s = this.scopes.get(scope);
     const h = s?.holds.get(id);

@@ -1,5 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import { z } from 'zod';
+import { callTimeout } from '../call-timeout.js';
 import { contentText } from '../tokenizer/count-tokens.js';
 
 const answerSchema = z.object({
@@ -29,18 +30,20 @@ export class WebSearch {
     const url = new URL(this.options.searchUrl);
     url.searchParams.set('q', query);
     url.searchParams.set('n', String(this.options.maxResults));
-    const res = await request(url, {
-      method: 'GET',
-      dispatcher: this.options.dispatcher,
-      signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)]),
-    });
-    if (res.statusCode !== 200) {
-      await res.body.dump();
-      throw new Error(`web search answered HTTP ${res.statusCode}`);
+    // Held for the whole search (answer read included) and cleared at its end.
+    const timeout = callTimeout(signal, this.options.timeoutMs);
+    try {
+      const res = await request(url, { method: 'GET', dispatcher: this.options.dispatcher, signal: timeout.signal });
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        throw new Error(`web search answered HTTP ${res.statusCode}`);
+      }
+      const parsed = answerSchema.safeParse(await res.body.json());
+      if (!parsed.success) throw new Error('web search answer is not {results: [...]}');
+      return parsed.data.results.slice(0, this.options.maxResults);
+    } finally {
+      timeout.clear();
     }
-    const parsed = answerSchema.safeParse(await res.body.json());
-    if (!parsed.success) throw new Error('web search answer is not {results: [...]}');
-    return parsed.data.results.slice(0, this.options.maxResults);
   }
 }
 

@@ -7,7 +7,7 @@ import { writeSse } from '../sse.js';
 
 /** POST /api/v1/chat/completions: OpenAI's API with OpenRouter's routing fields. */
 export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
-  const { ledger, clock, chat, inflight } = deps;
+  const { ledger, clock, chat, inflight, config } = deps;
 
   // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
   // is a 401 whatever the body holds.
@@ -24,6 +24,11 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       if (!reply.raw.writableFinished) controller.abort();
     };
     reply.raw.once('close', onClose);
+    // The request deadline: past it the request is cancelled like a client that went away (it settles,
+    // charged for what was delivered, and its holds end with it).
+    const deadline = clock.schedule(config.limits.request_deadline_ms, () =>
+      controller.abort(new DOMException(`the request ran past its deadline (${config.limits.request_deadline_ms} ms)`, 'TimeoutError')),
+    );
     inflight.add(controller);
     let started: Started | undefined;
     try {
@@ -40,6 +45,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     } finally {
       // Every path settles; one that ended before any output (the client gone first) releases its holds.
       if (started && !started.settlement.settled) started.settlement.settleNothing();
+      deadline.cancel();
       inflight.delete(controller);
     }
   });

@@ -1,5 +1,6 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import { callTimeout, type CallTimeout } from '../../call-timeout.js';
 import type { Clock } from '../../clock.js';
 import { usageOf } from '../usage.js';
 import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type ProviderFailure } from '../provider.js';
@@ -62,8 +63,20 @@ export class OpenAiProvider implements ProviderAdapter {
   }
 
   async chat(call: ChatCall): Promise<ChatAnswer> {
+    const { timeouts } = this.options;
+    // Held for the whole call and cleared at its end (a stream's end is in readStream).
+    const timeout = callTimeout(call.signal, timeouts.total);
+    try {
+      return await this.call(call, timeout);
+    } catch (err) {
+      timeout.clear();
+      throw err;
+    }
+  }
+
+  private async call(call: ChatCall, timeout: CallTimeout): Promise<ChatAnswer> {
     const { timeouts, clock } = this.options;
-    const signal = AbortSignal.any([call.signal, AbortSignal.timeout(timeouts.total)]);
+    const signal = timeout.signal;
     const body = call.stream ? { ...call.body, stream: true, stream_options: { include_usage: true } } : { ...call.body, stream: false };
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: call.stream ? 'text/event-stream' : 'application/json' };
     if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
@@ -97,7 +110,7 @@ export class OpenAiProvider implements ProviderAdapter {
 
     const contentType = String(res.headers['content-type'] ?? '');
     if (call.stream && contentType.includes('text/event-stream')) {
-      return { kind: 'stream', chunks: this.readStream(res.body, call.signal, call.apiKey) };
+      return { kind: 'stream', chunks: this.readStream(res.body, call.signal, call.apiKey, timeout) };
     }
     let parsed: unknown;
     try {
@@ -110,6 +123,7 @@ export class OpenAiProvider implements ProviderAdapter {
     if (!parsed || typeof parsed !== 'object' || !Array.isArray((parsed as Chunk).choices)) {
       throw new ProviderError({ kind: 'invalid_response', message: 'upstream answer has no choices' });
     }
+    timeout.clear();
     const answer = parsed as Chunk;
     if (call.stream) {
       // The upstream ignored stream: true; replay its answer as one chunk stream.
@@ -118,7 +132,12 @@ export class OpenAiProvider implements ProviderAdapter {
     return { kind: 'json', body: answer, usage: usageOf(answer) };
   }
 
-  private async *readStream(body: Dispatcher.ResponseData['body'], callerSignal: AbortSignal, sentKey: string | undefined): AsyncGenerator<Chunk> {
+  private async *readStream(
+    body: Dispatcher.ResponseData['body'],
+    callerSignal: AbortSignal,
+    sentKey: string | undefined,
+    timeout: CallTimeout,
+  ): AsyncGenerator<Chunk> {
     const pending: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (e) => pending.push(e) });
     const decoder = new TextDecoder();
@@ -153,6 +172,7 @@ export class OpenAiProvider implements ProviderAdapter {
       if (err instanceof ProviderError) throw err;
       throw new ProviderError(failureFromError(err, callerSignal.aborted));
     } finally {
+      timeout.clear();
       if (!body.destroyed) body.destroy();
     }
   }
