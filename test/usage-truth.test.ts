@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { countTokens } from 'gpt-tokenizer';
 import { estimate, type EstimateInput } from '../src/admission/estimate.js';
+import { billedUsage } from '../src/chat/billed-usage.js';
 import { parseConfig } from '../src/config/load.js';
 import { Catalog } from '../src/routing/catalog.js';
 import { ScriptedUpstream, type Script } from './helpers/scripted-upstream.js';
@@ -276,6 +277,21 @@ describe('issue 7: the gateway charges what a request really costs', () => {
       up.release();
       expect(g).toMatchObject({ cancelled: true, usageSource: 'counted' });
       expect(g.tokensCompletion).toBeGreaterThanOrEqual(countTokens(words.join('')));
+    });
+
+    it('cut short: the larger of what was delivered and what the upstream reported; ended: the upstream, when believable', () => {
+      const counted = () => ({ promptTokens: 9, completionTokens: 40 });
+      const cut = (upstream: { promptTokens: number; completionTokens: number } | undefined) =>
+        billedUsage({ upstream, counted, contextLength: 1000, endedNormally: false });
+      expect(cut({ promptTokens: 5, completionTokens: 1 })).toEqual({ usage: { promptTokens: 5, completionTokens: 40, totalTokens: 45 }, source: 'counted' });
+      // Reasoning the upstream billed but did not deliver as text still counts.
+      expect(cut({ promptTokens: 5, completionTokens: 300 })).toEqual({ usage: { promptTokens: 5, completionTokens: 300 }, source: 'upstream' });
+      expect(cut({ promptTokens: 5, completionTokens: 5000 })).toEqual({ usage: counted(), source: 'counted' });
+      expect(cut(undefined)).toEqual({ usage: counted(), source: 'counted' });
+      const ended = (upstream: { promptTokens: number; completionTokens: number }) =>
+        billedUsage({ upstream, counted, contextLength: 1000, endedNormally: true });
+      expect(ended({ promptTokens: 5, completionTokens: 1 })).toEqual({ usage: { promptTokens: 5, completionTokens: 1 }, source: 'upstream' });
+      expect(ended({ promptTokens: 1001, completionTokens: 1 })).toEqual({ usage: counted(), source: 'counted' });
     });
 
     it('a stream that ends normally is charged the upstream final usage', async () => {

@@ -114,7 +114,7 @@ export function errorChunk(served: Served, code: number, message: string, metada
   };
 }
 
-/** Text a chunk delivered (content, reasoning, tool-call arguments), for counting when no usage came. */
+/** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
 export function deliveredText(chunk: Obj): string {
   let text = '';
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
@@ -124,6 +124,7 @@ export function deliveredText(chunk: Obj): string {
     if (typeof delta.content === 'string') text += delta.content;
     text += reasoningText(delta);
     if (Array.isArray(delta.tool_calls)) text += JSON.stringify(delta.tool_calls);
+    if (isObj(delta.function_call)) text += JSON.stringify(delta.function_call);
   }
   return text;
 }
