@@ -271,13 +271,15 @@ describe('credit limits (spec: Errors / 402, Limits / Credit limits, States and 
       expect((await ask(acct.key, 't/two-prices', 160)).status).toBe(200); // 4.8 fits
     });
 
-    it('without max_tokens, the estimate uses default_max_tokens, and the upstream is sent that cap', async () => {
+    it('without max_tokens, the estimate uses default_max_tokens, and the upstream is sent no cap (CONTRACT §7)', async () => {
       const acct = await accountWith(90); // budget 20; 4096 × 0.01 = 40.96
       const body = await expect402(await ask(acct.key, 't/quick'), 'platform_credits', 'weight_exceeds_budget');
       expect(body.error.metadata.estimated_cost).toBe(40.96);
       const rich = await accountWith(200);
       expect((await ask(rich.key, 't/quick')).status).toBe(200);
-      expect(fast.received.at(-1)?.body.max_tokens).toBe(4096); // so it cannot cost more than was held
+      // The default cap is for the estimate only: the client's parameters are never changed.
+      expect(fast.received.at(-1)?.body).not.toHaveProperty('max_tokens');
+      expect(fast.received.at(-1)?.body).not.toHaveProperty('max_completion_tokens');
       expect((await ask(rich.key, 't/quick', undefined, { max_completion_tokens: 7 })).status).toBe(200);
       expect(fast.received.at(-1)?.body).toMatchObject({ max_completion_tokens: 7 });
       expect(fast.received.at(-1)?.body.max_tokens).toBeUndefined();

@@ -108,7 +108,7 @@ describe('in-flight holds under random interleavings (property)', () => {
           const end = (r: { settlement: Settlement; maxTokens: number }, used: number, cancelled: boolean) => {
             const completionTokens = Math.floor(r.maxTokens * used);
             const usage = { promptTokens: 3, completionTokens };
-            const input = { usage, pricing, extras: 0n, finishReason: 'stop', cancelled, endedAt: clock.now() };
+            const input = { usage, usageSource: 'upstream' as const, pricing, extras: 0n, finishReason: 'stop', cancelled, endedAt: clock.now() };
             const first = r.settlement.settle(input);
             const again = r.settlement.settle(input); // a second ending of the same request changes nothing
             expect(again).toBe(first);

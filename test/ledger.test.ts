@@ -27,6 +27,7 @@ function charge(accountId: string, keyHash: string, cost: bigint, at = T0, extra
     streamed: false,
     cancelled: false,
     finishReason: 'stop',
+    usageSource: 'upstream',
     createdAt: at,
     latencyMs: 5,
     ...extra,
@@ -90,6 +91,19 @@ for (const target of databaseTargets) {
       await written;
       expect(await ledger.getAccount(a.id)).toMatchObject({ balance: 930n, totalUsage: 70n });
       expect((await ledger.keyUsage(`h-pending-${target.name}`, T0)).daily.usage).toBe(70n);
+    });
+
+    it('issue 7 item 3: a generation keeps where its token counts came from (usage_source)', async () => {
+      const a = await newAccount();
+      await ledger.addCredits(a.id, 1000n, 'purchase', T0);
+      await newKey(a.id, `h-source-${target.name}`);
+      const counted = charge(a.id, `h-source-${target.name}`, 5n, T0, { usageSource: 'counted' });
+      const upstream = charge(a.id, `h-source-${target.name}`, 5n);
+      await Promise.all([ledger.charge(counted), ledger.charge(upstream)]);
+      await ledger.flush();
+      const fresh = new KyselyLedger(db); // reads what was written, not what this process queued
+      expect((await fresh.getGeneration(counted.id))?.usageSource).toBe('counted');
+      expect((await fresh.getGeneration(upstream.id))?.usageSource).toBe('upstream');
     });
 
     it('charges each generation once, however often it is queued', async () => {

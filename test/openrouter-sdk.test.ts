@@ -147,6 +147,9 @@ describe('the official @openrouter/sdk against the gateway (demo provider)', () 
       tokensCompletion: answer.usage?.completionTokens,
     });
     expect(data.totalCost).toBe(answer.usage?.cost);
+    // The answer also says where its token counts came from (usage_source), and the SDK still parses it.
+    const raw = (await (await gw.fetch(`/api/v1/generation?id=${answer.id}`, { token: key })).json()) as { data: Record<string, unknown> };
+    expect(raw.data.usage_source).toBe('upstream');
   });
 
   it('an unknown generation id is NotFoundResponseError (404)', async () => {

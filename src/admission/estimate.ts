@@ -1,20 +1,23 @@
 import { byokFee, costOf } from '../ledger/pricing.js';
 import { femtoToNanoCeil, type Femto, type Nano } from '../ledger/money.js';
 import type { Attempt } from '../routing/plan.js';
-import { contentText, countImages, countPromptTokens } from '../tokenizer/count-tokens.js';
+import { contentText, countPromptTokens, mediaPartTokens, mediaParts } from '../tokenizer/count-tokens.js';
 
 /**
- * A bound on a prompt's tokens that never undercounts: every o200k token is at least one UTF-8 byte,
- * so the byte count (plus the chat format's framing) bounds the token count. It costs a pass over the
- * text, not a tokenizer run; `countPromptTokens` is the exact count to refine with when it matters.
+ * A bound on a prompt's text tokens that never undercounts: every o200k token is at least one UTF-8
+ * byte, so the byte count (plus the chat format's framing) bounds the token count. It costs a pass over
+ * the text, not a tokenizer run; `countPromptTokens` is the exact count to refine with when it matters.
+ * It reads the same fields as `countPromptTokens` (text, `name`, `tool_calls`, `function_call`); image,
+ * audio and file parts are added to both alike, per model (`mediaPartTokens`).
  */
 export function promptTokenBound(messages: readonly unknown[], sideText = ''): number {
   let total = 3 + Buffer.byteLength(sideText, 'utf8');
   for (const m of messages) {
-    const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown };
+    const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown; function_call?: unknown };
     total += 3 + Buffer.byteLength(contentText(msg.content), 'utf8');
     if (typeof msg.name === 'string') total += Buffer.byteLength(msg.name, 'utf8');
     if (msg.tool_calls !== undefined) total += Buffer.byteLength(JSON.stringify(msg.tool_calls), 'utf8');
+    if (msg.function_call !== undefined && msg.function_call !== null) total += Buffer.byteLength(JSON.stringify(msg.function_call), 'utf8');
   }
   return total;
 }
@@ -56,20 +59,24 @@ export interface Estimate {
  * price (+ request fee, images, plugins), at the most expensive endpoint the request may be routed to.
  */
 export function estimate(input: EstimateInput, exact: boolean): Estimate {
-  const promptTokens = (exact ? countPromptTokens(input.messages, input.sideText) : promptTokenBound(input.messages, input.sideText)) + input.addedPromptTokens;
-  const images = countImages(input.messages);
+  const textTokens = (exact ? countPromptTokens(input.messages, input.sideText) : promptTokenBound(input.messages, input.sideText)) + input.addedPromptTokens;
+  const parts = mediaParts(input.messages);
   const plugins = femtoToNanoCeil(input.pluginCharges);
-  const usage = { promptTokens, completionTokens: input.completionTokens * input.choices, images };
+  const completionTokens = input.completionTokens * input.choices;
+  let promptTokens = textTokens;
   let credits = 0n;
   let keyWithByok = 0n;
   let tokenComponent = false;
   let allByok = input.attempts.length > 0;
-  for (const { endpoint } of input.attempts) {
+  for (const { model, endpoint } of input.attempts) {
     const p = endpoint.pricing;
     if (p.prompt > 0n || p.completion > 0n) tokenComponent = true;
     const byok = input.byokProviders.has(endpoint.provider);
     if (!byok) allByok = false;
-    const list = costOf(usage, p);
+    // Image, audio and file parts are billed as input at each model's own figures (CONTRACT §7).
+    const prompt = textTokens + mediaPartTokens(parts, model.partTokens, model.contextLength);
+    if (prompt > promptTokens) promptTokens = prompt;
+    const list = costOf({ promptTokens: prompt, completionTokens, images: parts.images }, p);
     const charged = (byok ? byokFee(list, input.byokFeeFraction) : list) + plugins;
     if (charged > credits) credits = charged;
     const forKey = byok ? charged + list : charged;

@@ -20,6 +20,7 @@ import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
 import { answerText, deliveredText, errorChunk, finishReasonOf, normalizeAnswer, normalizeChunk, usageBody, usageChunk, type Served } from './normalize.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
+import { billedUsage, type BilledUsage } from './billed-usage.js';
 import { Settlement } from './settlement.js';
 
 export interface ChatServiceDeps {
@@ -70,18 +71,14 @@ export function newGenerationId(nowMs: number): string {
 }
 
 /**
- * What the upstream is sent: the client's body without the gateway's own fields. A request that set
- * no completion cap gets the one its hold was estimated with, so it cannot cost more than was held.
+ * What the upstream is sent: the client's body without the gateway's own fields, otherwise unchanged.
+ * "The gateway never adds or changes a client's parameter to force the bound" (CONTRACT §7): a request
+ * without a completion cap is sent without one; `default_max_tokens` is only what its hold assumes.
  */
-function upstreamBody(req: ChatRequest, messages: readonly unknown[], defaultMaxTokens: number): ChatBody {
+function upstreamBody(req: ChatRequest, messages: readonly unknown[]): ChatBody {
   const body: ChatBody = { ...req, messages };
   for (const field of GATEWAY_FIELDS) delete body[field];
   delete body.stream;
-  if (requestedMaxTokens(req) === undefined) {
-    delete body.max_tokens;
-    delete body.max_completion_tokens;
-    body.max_tokens = defaultMaxTokens;
-  }
   return body;
 }
 
@@ -176,7 +173,7 @@ export class ChatService {
       }
       routed = await route({
         attempts,
-        body: upstreamBody(request, messages, config.limits.in_flight.default_max_tokens),
+        body: upstreamBody(request, messages),
         stream: request.stream === true,
         providers,
         byokKey: (p) => byokKeys.get(p),
@@ -223,8 +220,15 @@ export class ChatService {
     };
   }
 
-  private withImages(started: Started, usage: TokenUsage): TokenUsage {
-    return { ...usage, images: countImages(started.messages) };
+  /** The usage a request is charged: the upstream's when believable, else the gateway's count (CONTRACT §7). */
+  private billed(started: Started, upstream: TokenUsage | undefined, completionText: () => string, endedNormally: boolean): BilledUsage {
+    const billed = billedUsage({
+      upstream,
+      counted: () => this.countedUsage(started, completionText()),
+      contextLength: started.routed.attempt.model.contextLength,
+      endedNormally,
+    });
+    return { ...billed, usage: { ...billed.usage, images: countImages(started.messages) } };
   }
 
   /** The whole answer of a non-streamed request, settled. */
@@ -232,18 +236,19 @@ export class ChatService {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'json') throw new GatewayError('internal', 'expected a whole answer');
     const body = routed.answer.body;
-    const usage = routed.answer.usage ? this.withImages(started, routed.answer.usage) : this.countedUsage(started, answerText(body));
+    const { usage, source } = this.billed(started, routed.answer.usage, () => answerText(body), true);
     const choices = Array.isArray(body.choices) ? (body.choices as Chunk[]) : [];
     const finish = typeof choices[0]?.finish_reason === 'string' ? (choices[0].finish_reason as string) : null;
     const { cost } = settlement.settle({
       usage,
+      usageSource: source,
       pricing: routed.attempt.endpoint.pricing,
       extras: started.extras,
       finishReason: finish,
       cancelled: false,
       endedAt: this.deps.clock.now(),
     });
-    return normalizeAnswer(body, served, usageBody(usage, cost, routed.isByok, body.usage));
+    return normalizeAnswer(body, served, usageBody(usage, cost, routed.isByok, source === 'upstream' ? body.usage : undefined));
   }
 
   /**
@@ -259,10 +264,12 @@ export class ChatService {
     let upstreamUsageRaw: unknown;
     let finish: string | null = null;
     let ended = false;
-    const finalUsage = () => (upstreamUsage ? this.withImages(started, upstreamUsage) : this.countedUsage(started, delivered));
-    const settle = (cancelled: boolean) =>
+    // A stream that did not reach its end is charged for everything it delivered (CONTRACT §7).
+    const finalUsage = (endedNormally: boolean) => this.billed(started, upstreamUsage, () => delivered, endedNormally);
+    const settle = (cancelled: boolean, billed = finalUsage(false)) =>
       settlement.settle({
-        usage: finalUsage(),
+        usage: billed.usage,
+        usageSource: billed.source,
         pricing: routed.attempt.endpoint.pricing,
         extras: started.extras,
         finishReason: finish,
@@ -282,9 +289,10 @@ export class ChatService {
         finish = finishReasonOf(out) ?? finish;
         yield { data: out };
       }
-      const { cost } = settle(false);
+      const billed = finalUsage(true);
+      const { cost } = settle(false, billed);
       ended = true;
-      yield { data: usageChunk(served, usageBody(finalUsage(), cost, routed.isByok, upstreamUsageRaw)) };
+      yield { data: usageChunk(served, usageBody(billed.usage, cost, routed.isByok, billed.source === 'upstream' ? upstreamUsageRaw : undefined)) };
       yield { done: true };
     } catch (err) {
       const cancelled = signal.aborted;

@@ -114,7 +114,7 @@ export function errorChunk(served: Served, code: number, message: string, metada
   };
 }
 
-/** Text a chunk delivered (content, reasoning, tool-call arguments), for counting when no usage came. */
+/** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
 export function deliveredText(chunk: Obj): string {
   let text = '';
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
@@ -122,11 +122,31 @@ export function deliveredText(chunk: Obj): string {
     const delta = isObj(c) && isObj(c.delta) ? c.delta : undefined;
     if (!delta) continue;
     if (typeof delta.content === 'string') text += delta.content;
-    if (typeof delta.reasoning_content === 'string') text += delta.reasoning_content;
-    if (typeof delta.reasoning === 'string') text += delta.reasoning;
+    text += reasoningText(delta);
     if (Array.isArray(delta.tool_calls)) text += JSON.stringify(delta.tool_calls);
+    if (isObj(delta.function_call)) text += JSON.stringify(delta.function_call);
   }
   return text;
+}
+
+/**
+ * The reasoning text of a message or delta. Providers name it `reasoning_content` (DeepSeek, vLLM),
+ * `reasoning` (OpenRouter, Groq, vLLM) or `reasoning_details` entries (OpenRouter: `text`, `summary`;
+ * encrypted entries carry nothing countable), and some send the same text under two of these names:
+ * the longest of them is the reasoning, counted once.
+ */
+function reasoningText(m: Obj): string {
+  let details = '';
+  if (Array.isArray(m.reasoning_details)) {
+    for (const d of m.reasoning_details) {
+      if (!isObj(d)) continue;
+      if (typeof d.text === 'string') details += d.text;
+      if (typeof d.summary === 'string') details += d.summary;
+    }
+  }
+  let longest = details;
+  for (const v of [m.reasoning, m.reasoning_content]) if (typeof v === 'string' && v.length > longest.length) longest = v;
+  return longest;
 }
 
 /** The finish reason of a chunk's first choice, if it carries one. */
@@ -135,6 +155,12 @@ export function finishReasonOf(chunk: Obj): string | undefined {
   return isObj(first) && typeof first.finish_reason === 'string' ? first.finish_reason : undefined;
 }
 
+/**
+ * Text a whole answer delivered, for counting when no usage came: content, reasoning (`reasoning`,
+ * `reasoning_content`, `reasoning_details`) and tool calls, as a stream of the same answer would
+ * deliver it. "Without usage from the upstream, the delivered count includes reasoning text, streamed
+ * or not" (CONTRACT §7).
+ */
 export function answerText(body: Chunk): string {
   const choices = Array.isArray(body.choices) ? body.choices : [];
   let text = '';
@@ -142,8 +168,9 @@ export function answerText(body: Chunk): string {
     const m = isObj(c) && isObj(c.message) ? c.message : undefined;
     if (!m) continue;
     if (typeof m.content === 'string') text += m.content;
-    if (typeof m.reasoning_content === 'string') text += m.reasoning_content;
+    text += reasoningText(m);
     if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
+    if (isObj(m.function_call)) text += JSON.stringify(m.function_call);
   }
   return text;
 }

@@ -60,7 +60,11 @@ export function parseChatRequest(body: unknown): ChatRequest {
   return result.data;
 }
 
-/** The completion-token cap the request set, if any. */
+/**
+ * The completion-token cap the request set, if any: the larger of `max_tokens` and
+ * `max_completion_tokens` when it sets both, since an upstream may honour either (CONTRACT §7).
+ */
 export function requestedMaxTokens(req: ChatRequest): number | undefined {
-  return req.max_completion_tokens ?? req.max_tokens ?? undefined;
+  const caps = [req.max_tokens, req.max_completion_tokens].filter((v): v is number => typeof v === 'number');
+  return caps.length > 0 ? Math.max(...caps) : undefined;
 }

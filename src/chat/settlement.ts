@@ -1,5 +1,5 @@
 import type { Ticket } from '../admission/ticket.js';
-import type { Charge, Ledger } from '../ledger/ledger.js';
+import type { Charge, Ledger, UsageSource } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
 import { billedCompletionTokens, byokFee, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
 
@@ -16,6 +16,8 @@ export interface SettlementBase {
 
 export interface SettleInput {
   usage: TokenUsage;
+  /** Whether `usage` is the upstream's report or the gateway's own count. */
+  usageSource: UsageSource;
   pricing: Pricing;
   /** Paid plugin charges the request incurred. */
   extras: Nano;
@@ -69,6 +71,7 @@ export class Settlement {
       streamed: this.base.streamed,
       cancelled: input.cancelled,
       finishReason: input.finishReason,
+      usageSource: input.usageSource,
       createdAt: this.base.startedAt,
       latencyMs: Math.max(0, input.endedAt - this.base.startedAt),
     };

@@ -27,6 +27,41 @@ const newerAccounts = z
   })
   .strict();
 
+/**
+ * Tokens an upstream may bill inside `prompt_tokens` for each non-text part of a prompt, for the
+ * estimate only (CONTRACT §7: "a per-model token figure for each image, audio or file part").
+ * The defaults are chosen so that the estimate does not undercount what such a part is billed:
+ * - image 48,169: the largest per-image figure of a common provider: OpenAI's gpt-4o-mini bills a
+ *   high-detail image 2,833 + 5,667 per 512 px tile, up to 8 tiles (gpt-4o: 85 + 170 per tile, at
+ *   most 1,445; the patch models up to ~3,800; Anthropic ~1,600; Gemini 258 per 768 px tile).
+ * - audio_per_kb 32, per 1,000 bytes of an `input_audio` part's base64 data: Gemini bills 32 tokens a
+ *   second (OpenAI about 10), and one second of speech takes at least 750 bytes (6 kbit/s, the lowest
+ *   bitrate of a speech codec; mp3 goes no lower than 8 kbit/s), that is 1,000 bytes of base64.
+ * - file_per_kb 3,000, per 1,000 bytes of a `file` part's inline `file_data`: 4 tokens per byte of the
+ *   file. A text file is at most 1 token a byte; a PDF page is billed as its text plus a page image
+ *   (OpenAI: up to 1,445 image tokens; Anthropic: 1,500–3,000 text tokens and an image) and a
+ *   compressed page can take under 1 KB.
+ * - by_reference null: a file or audio part whose data is not inline (`file_id`, a URL) has no size
+ *   to go by; null means the model's `context_length`, the most a prompt can hold.
+ * Whatever the figures, all parts of one request together count at most the model's `context_length`.
+ */
+const partTokensShape = {
+  image: z.number().int().nonnegative(),
+  audio_per_kb: z.number().nonnegative(),
+  file_per_kb: z.number().nonnegative(),
+  by_reference: z.number().int().nonnegative().nullable(),
+};
+const partTokens = z
+  .object({
+    image: partTokensShape.image.default(48_169),
+    audio_per_kb: partTokensShape.audio_per_kb.default(32),
+    file_per_kb: partTokensShape.file_per_kb.default(3000),
+    by_reference: partTokensShape.by_reference.default(null),
+  })
+  .strict();
+/** A model's own figures, each falling back to `limits.in_flight.part_tokens`. */
+const modelPartTokens = z.object(partTokensShape).partial().strict();
+
 const inFlight = z
   .object({
     fraction: z.number().min(0).max(1).default(0.5),
@@ -35,6 +70,7 @@ const inFlight = z
     newer_accounts: newerAccounts.default({ only: false, max_age_days: 30, min_spend: 5 }),
     settlement_window_ms: z.number().int().nonnegative().default(60000),
     default_max_tokens: z.number().int().positive().default(4096),
+    part_tokens: partTokens.default(partTokens.parse({})),
   })
   .strict();
 
@@ -140,6 +176,7 @@ const model = z
     context_length: z.number().int().positive().default(8192),
     per_minute: z.number().int().nonnegative().optional(),
     capacity_per_minute: z.number().int().positive().nullish(),
+    part_tokens: modelPartTokens.optional(),
     endpoints: z.array(endpoint).min(1),
   })
   .strict();
@@ -212,3 +249,4 @@ export type ProviderConfig = Config['providers'][number];
 export type ModelConfig = Config['models'][number];
 export type EndpointConfig = ModelConfig['endpoints'][number];
 export type PricingConfig = EndpointConfig['pricing'];
+export type PartTokensConfig = Config['limits']['in_flight']['part_tokens'];

@@ -39,6 +39,7 @@ export function generationView(g: Generation) {
     cancelled: g.cancelled,
     finish_reason: g.finishReason,
     native_finish_reason: g.finishReason,
+    usage_source: g.usageSource,
     tokens_prompt: g.tokensPrompt,
     tokens_completion: g.tokensCompletion,
     native_tokens_prompt: g.tokensPrompt,

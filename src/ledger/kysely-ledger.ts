@@ -53,6 +53,7 @@ function toGeneration(row: GenerationsTable): Generation {
     streamed: bool(row.streamed),
     cancelled: bool(row.cancelled),
     finishReason: row.finish_reason,
+    usageSource: row.usage_source === 'upstream' || row.usage_source === 'counted' ? row.usage_source : null,
     createdAt: num(row.created_at),
     latencyMs: num(row.latency_ms),
   };
@@ -468,6 +469,7 @@ export class KyselyLedger implements Ledger {
         streamed: flag(c.streamed),
         cancelled: flag(c.cancelled),
         finish_reason: c.finishReason,
+        usage_source: c.usageSource,
         created_at: c.createdAt,
         latency_ms: c.latencyMs,
       })

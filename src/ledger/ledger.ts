@@ -66,6 +66,9 @@ export interface KeyUsage {
   monthly: UsageTotals;
 }
 
+/** Where a generation's token counts came from: the upstream's usage, or the gateway's own count. */
+export type UsageSource = 'upstream' | 'counted';
+
 export interface Generation {
   id: string;
   accountId: string;
@@ -82,6 +85,8 @@ export interface Generation {
   streamed: boolean;
   cancelled: boolean;
   finishReason: string | null;
+  /** null for generations recorded before the gateway kept it. */
+  usageSource: UsageSource | null;
   createdAt: number;
   latencyMs: number;
 }

@@ -81,6 +81,14 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_generation_usage_source': {
+    // Where a generation's token counts came from: "upstream" (the provider's usage, believed) or
+    // "counted" (the gateway's own count: no usage came, or it could not be true). NULL for
+    // generations recorded before this column existed.
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('generations').addColumn('usage_source', 'text').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -63,6 +63,7 @@ export interface GenerationsTable {
   finish_reason: string | null;
   created_at: Int;
   latency_ms: Int;
+  usage_source: string | null;
 }
 
 export interface SettingsTable {

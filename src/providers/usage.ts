@@ -1,7 +1,10 @@
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { Chunk } from './provider.js';
 
-/** More tokens than any request can really use: a count above it is not believed. */
+/**
+ * More tokens than any request can really use: a count above it is not believed. (A count above the
+ * serving model's context_length is not believed either: chat/billed-usage.ts.)
+ */
 export const MAX_REPORTED_TOKENS = 100_000_000;
 
 const plausible = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= MAX_REPORTED_TOKENS;

@@ -1,4 +1,4 @@
-import type { Config, EndpointConfig, ModelConfig } from '../config/schema.js';
+import type { Config, EndpointConfig, ModelConfig, PartTokensConfig } from '../config/schema.js';
 import { pricingFrom, type Pricing } from '../ledger/pricing.js';
 
 export interface Endpoint {
@@ -15,6 +15,8 @@ export interface CatalogModel {
   description: string;
   contextLength: number;
   isFree: boolean;
+  /** Tokens the estimate counts for each image, audio and file part (the model's, else the defaults). */
+  partTokens: PartTokensConfig;
   endpoints: Endpoint[];
   config: ModelConfig;
 }
@@ -31,6 +33,7 @@ export class Catalog {
         description: m.description,
         contextLength: m.context_length,
         isFree: m.id.endsWith(config.limits.free_models.suffix),
+        partTokens: { ...config.limits.in_flight.part_tokens, ...m.part_tokens },
         config: m,
         endpoints: m.endpoints.map((e) => ({
           provider: e.provider,

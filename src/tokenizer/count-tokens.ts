@@ -30,6 +30,68 @@ export function countImages(messages: readonly unknown[]): number {
   return n;
 }
 
+/** A prompt's non-text parts, as the estimate prices them (CONTRACT §7). */
+export interface MediaParts {
+  images: number;
+  /** Characters of inline `input_audio` data (base64), all parts together. */
+  audioChars: number;
+  /** Characters of inline `file` data (a base64 data URL), all parts together. */
+  fileChars: number;
+  /** File or audio parts whose data is not inline (`file_id`, a URL): their size is unknown. */
+  byReference: number;
+}
+
+const obj = (v: unknown): Record<string, unknown> | undefined =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+
+/** One pass over the parts of every message: image, audio and file parts, and how much inline data they carry. */
+export function mediaParts(messages: readonly unknown[]): MediaParts {
+  const parts: MediaParts = { images: 0, audioChars: 0, fileChars: 0, byReference: 0 };
+  for (const m of messages) {
+    const content = obj(m)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const p of content) {
+      const part = obj(p);
+      if (!part) continue;
+      if (part.type === 'image_url' || part.type === 'input_image') parts.images += 1;
+      else if (part.type === 'input_audio') {
+        const data = obj(part.input_audio)?.data;
+        if (typeof data === 'string') parts.audioChars += data.length;
+        else parts.byReference += 1;
+      } else if (part.type === 'file' || part.type === 'input_file') {
+        const data = part.type === 'file' ? obj(part.file)?.file_data : part.file_data;
+        if (typeof data === 'string') parts.fileChars += data.length;
+        else parts.byReference += 1;
+      }
+    }
+  }
+  return parts;
+}
+
+/** The figures `mediaPartTokens` prices parts with (config: `part_tokens`). */
+export interface PartTokenFigures {
+  image: number;
+  audio_per_kb: number;
+  file_per_kb: number;
+  /** null: the model's context length. */
+  by_reference: number | null;
+}
+
+/**
+ * Tokens an upstream may bill inside prompt_tokens for a prompt's image, audio and file parts: a
+ * figure per image, a bound from the size of inline audio and file data, a fixed figure for data sent
+ * by reference; never more than the model's context length, the most one prompt can hold.
+ */
+export function mediaPartTokens(parts: MediaParts, figures: PartTokenFigures, contextLength: number): number {
+  const perKb = (chars: number, perKb: number) => Math.ceil((chars * perKb) / 1000);
+  const total =
+    parts.images * figures.image +
+    perKb(parts.audioChars, figures.audio_per_kb) +
+    perKb(parts.fileChars, figures.file_per_kb) +
+    parts.byReference * (figures.by_reference ?? contextLength);
+  return Math.min(total, contextLength);
+}
+
 /**
  * The request's prompt-side fields besides the messages (tool schemas, a response format), as the text
  * an upstream tokenizes with the prompt.
@@ -44,10 +106,12 @@ export function promptSideText(body: Record<string, unknown>): string {
 export function countPromptTokens(messages: readonly unknown[], sideText = ''): number {
   let total = 3 + countTokens(sideText);
   for (const m of messages) {
-    const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown };
+    const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown; function_call?: unknown };
     total += TOKENS_PER_MESSAGE + countTokens(contentText(msg.content));
     if (typeof msg.name === 'string') total += countTokens(msg.name);
     if (msg.tool_calls !== undefined) total += countTokens(JSON.stringify(msg.tool_calls));
+    // The legacy form of a tool call (OpenAI's `functions` API), billed like tool_calls.
+    if (msg.function_call !== undefined && msg.function_call !== null) total += countTokens(JSON.stringify(msg.function_call));
   }
   return total;
 }
