@@ -227,15 +227,15 @@ export class ChatService {
     return { ...usage, images: countImages(started.messages) };
   }
 
-  /** The whole answer of a non-streamed request, settled. */
-  complete(started: Started): Record<string, unknown> {
+  /** The whole answer of a non-streamed request, settled: it resolves once its charge is durable. */
+  async complete(started: Started): Promise<Record<string, unknown>> {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'json') throw new GatewayError('internal', 'expected a whole answer');
     const body = routed.answer.body;
     const usage = routed.answer.usage ? this.withImages(started, routed.answer.usage) : this.countedUsage(started, answerText(body));
     const choices = Array.isArray(body.choices) ? (body.choices as Chunk[]) : [];
     const finish = typeof choices[0]?.finish_reason === 'string' ? (choices[0].finish_reason as string) : null;
-    const { cost } = settlement.settle({
+    const { cost, durable } = settlement.settle({
       usage,
       pricing: routed.attempt.endpoint.pricing,
       extras: started.extras,
@@ -243,6 +243,8 @@ export class ChatService {
       cancelled: false,
       endedAt: this.deps.clock.now(),
     });
+    // An answer delivered in full is charged durably before it is sent (CONTRACT §8).
+    await durable;
     return normalizeAnswer(body, served, usageBody(usage, cost, routed.isByok, body.usage));
   }
 
@@ -282,8 +284,10 @@ export class ChatService {
         finish = finishReasonOf(out) ?? finish;
         yield { data: out };
       }
-      const { cost } = settle(false);
+      const { cost, durable } = settle(false);
       ended = true;
+      // The usage chunk completes the answer: it goes out once the charge is durable (CONTRACT §8).
+      await durable;
       yield { data: usageChunk(served, usageBody(finalUsage(), cost, routed.isByok, upstreamUsageRaw)) };
       yield { done: true };
     } catch (err) {

@@ -129,6 +129,18 @@ const webPlugin = z
   })
   .strict();
 
+/** How charges reach the ledger (see docs/charging.md). */
+const ledger = z
+  .object({
+    /** How long a finished answer waits for its charge to be durable before it is sent anyway (the charge stays queued). */
+    durable_wait_ms: z.number().int().positive().default(5000),
+    /** How long shutdown keeps trying to write queued charges before it logs them and exits non-zero. */
+    shutdown_deadline_ms: z.number().int().positive().default(30000),
+    /** Charges waiting to be written past which answers wait for their own charge, however long (backpressure). */
+    max_queued_charges: z.number().int().positive().default(10000),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     listen: listen.default(listen.parse({})),
@@ -146,6 +158,7 @@ export const configSchema = z
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
       .optional(),
     limits: limits.default(limits.parse({})),
+    ledger: ledger.default(ledger.parse({})),
     providers: z.array(provider).min(1),
     models: z.array(model).min(1),
     plugins: z.object({ web: webPlugin.optional() }).strict().default({}),

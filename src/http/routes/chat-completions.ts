@@ -30,7 +30,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       started = await chat.start(key, req.body, controller.signal);
       const headers = { 'x-generation-id': started.served.id };
       if (started.routed.answer.kind === 'json') {
-        return reply.headers(headers).send(chat.complete(started));
+        return reply.headers(headers).send(await chat.complete(started));
       }
       reply.hijack();
       await writeSse(reply.raw, headers, chat.relay(started, controller.signal));
