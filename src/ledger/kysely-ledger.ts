@@ -133,8 +133,13 @@ export class KyselyLedger implements Ledger {
   /** Charges queued or being written, by generation id, and their sum by account. */
   private readonly pendingCharges = new Map<string, { charge: Charge; periods: PeriodKeys; written: Promise<void> }>();
   private readonly pendingByAccount = new Map<string, bigint>();
-  /** Completed group commits; a read that spans one is repeated. */
+  /**
+   * Moves when a group commit's COMMIT is sent (odd: its outcome is not known yet) and again when it
+   * is known or its charges are set aside (even). A read that spans a move, or starts while it is
+   * odd, may have seen the charges both in the tables and as pending: it is repeated.
+   */
   private commits = 0;
+  private commitKnown: Promise<void> = Promise.resolve();
   /** Changes this process made to money or keys. */
   private changes = 0;
   private readonly keyCache = new Map<string, { at: number; key: KeyRecord }>();
@@ -178,6 +183,10 @@ export class KyselyLedger implements Ledger {
   private async consistent<T, S>(read: () => Promise<T>, pending: () => S): Promise<[T, S]> {
     for (;;) {
       const commits = this.commits;
+      if (commits % 2 === 1) {
+        await this.commitKnown;
+        continue;
+      }
       const result = await read();
       // The pending charges are taken in the same step as the check, so none can slip between them.
       if (commits === this.commits) return [result, pending()];
@@ -451,8 +460,6 @@ export class KyselyLedger implements Ledger {
   private async writeBatch(batch: Queued[]): Promise<Queued[]> {
     try {
       await this.writeTransaction(batch.map((q) => q.charge));
-      batch.forEach((q) => this.unpend(q.charge));
-      this.commits += 1;
       batch.forEach((q) => q.durable());
       return [];
     } catch (err) {
@@ -463,8 +470,6 @@ export class KyselyLedger implements Ledger {
     for (const q of batch) {
       try {
         await this.writeTransaction([q.charge]);
-        this.unpend(q.charge);
-        this.commits += 1;
         q.durable();
       } catch (err) {
         lastError = err;
@@ -479,8 +484,8 @@ export class KyselyLedger implements Ledger {
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
         this.options.onChargeRejected?.(lastError, q.charge);
+        this.commits += 2;
         this.unpend(q.charge);
-        this.commits += 1;
         q.durable(); // nothing more will be written for it; its holds may go
       }
     }
@@ -494,7 +499,8 @@ export class KyselyLedger implements Ledger {
    */
   private async writeTransaction(batch: Charge[]): Promise<void> {
     const sorted = [...batch].sort((a, b) => byText(a.id, b.id));
-    await this.db.transaction().execute(async (trx) => {
+    const trx = await this.db.startTransaction().execute();
+    try {
       const inserted = new Set<string>();
       for (const rows of chunks(sorted, ROWS_PER_STATEMENT)) {
         const ids = await trx
@@ -552,7 +558,26 @@ export class KyselyLedger implements Ledger {
           )
           .execute();
       }
-    });
+    } catch (err) {
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
+      throw err;
+    }
+    // Until COMMIT answers, a reader cannot tell whether these charges are in the tables: see commits.
+    this.commits += 1;
+    let known: () => void = () => undefined;
+    this.commitKnown = new Promise((resolve) => (known = resolve));
+    try {
+      await trx.commit().execute();
+      batch.forEach((c) => this.unpend(c));
+    } finally {
+      // A COMMIT that failed may still have landed: the charges stay pending and are retried, and a
+      // generation already recorded is never charged again.
+      this.commits += 1;
+      known();
+    }
   }
 
   async getGeneration(id: string): Promise<Generation | undefined> {
