@@ -103,6 +103,9 @@ function chunks<T>(rows: readonly T[], size: number): T[][] {
   return out;
 }
 
+/** How long `close()` waits for the database connections to close once the writing is over. */
+const DESTROY_WAIT_MS = 2000;
+
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export interface KyselyLedgerOptions {
@@ -634,7 +637,11 @@ export class KyselyLedger implements Ledger {
       if (!ok && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(retryDelay, deadline - Date.now())));
     }
     const unwritten = [...this.pendingCharges.values()].map((p) => p.charge);
-    await this.db.destroy();
+    // A database that stopped answering mid-transaction can keep its connection busy for good: the
+    // unwritten charges are answered whether or not the pool closes in time.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.db.destroy().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, DESTROY_WAIT_MS)))]);
+    clearTimeout(timer);
     return unwritten;
   }
 }
