@@ -109,7 +109,10 @@ const DESTROY_WAIT_MS = 2000;
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export interface KyselyLedgerOptions {
-  /** Called when a group commit fails; the charges stay queued and are retried. */
+  /**
+   * Called when a group commit's transaction fails: the charges stay queued and are retried (or, when
+   * only some of them tripped it, written one by one at once).
+   */
   onFlushError?: (err: unknown) => void;
   /** Called when the database refused a single charge that others in its batch did not trip on. */
   onChargeRejected?: (err: unknown, charge: Charge) => void;
@@ -461,12 +464,14 @@ export class KyselyLedger implements Ledger {
    * aside and reported. When none could be written the database is failing: the batch is kept whole.
    */
   private async writeBatch(batch: Queued[]): Promise<Queued[]> {
+    let batchError: unknown;
     try {
       await this.writeTransaction(batch.map((q) => q.charge));
       batch.forEach((q) => q.durable());
       return [];
     } catch (err) {
       if (batch.length === 1) throw err;
+      batchError = err;
     }
     const failed: Queued[] = [];
     let lastError: unknown;
@@ -481,6 +486,8 @@ export class KyselyLedger implements Ledger {
     }
     // Nothing could be written: the database is failing (down, full, …), not one charge. Keep them all.
     if (failed.length === batch.length) throw lastError;
+    // Some went through one by one: the group commit itself failed (a deadlock, a refused charge); say so.
+    this.options.onFlushError?.(batchError);
     const retry: Queued[] = [];
     for (const q of failed) {
       q.attempts += 1;
