@@ -1,9 +1,11 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { bootstrapDemo } from './bootstrap-demo.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { isGatewayError } from './errors.js';
 import { readStoredSetting } from './ledger/stored-setting.js';
+import { chargesInLog } from './ledger/charge-record.js';
 import { startGateway, type Gateway } from './main.js';
 
 /** A database URL without its password, for messages. */
@@ -124,6 +126,22 @@ keys
   .command('delete <hash>')
   .option(...configOpt)
   .action((hash: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.deleteKey(hash)));
+
+program
+  .command('ledger')
+  .description('ledger maintenance')
+  .command('replay <logfile>')
+  .description('write the charges a shutdown logged as "unwritten charge" lines (each at most once)')
+  .option(...configOpt)
+  .action((logfile: string, o: { config?: string }) =>
+    withGateway(o.config, async (gw) => {
+      const charges = chargesInLog(readFileSync(logfile, 'utf8'));
+      // A generation already in the ledger is not charged again, so a replay can be repeated safely.
+      for (const c of charges) void gw.ledger.charge(c);
+      await gw.ledger.flush();
+      return { charges: charges.length };
+    }),
+  );
 
 program
   .command('admin-token')

@@ -11,7 +11,8 @@ import { buildApp } from './http/app.js';
 import { Inflight } from './http/inflight.js';
 import { openDatabase } from './ledger/database.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
-import type { Ledger } from './ledger/ledger.js';
+import { toChargeRecord, UNWRITTEN_CHARGE } from './ledger/charge-record.js';
+import type { Charge, Ledger } from './ledger/ledger.js';
 import { migrateToLatest } from './ledger/migrations.js';
 import { MemoryCounterStore } from './limits/memory-counter-store.js';
 import { MemoryHoldStore } from './limits/memory-hold-store.js';
@@ -25,6 +26,9 @@ import { Cooldowns } from './routing/cooldowns.js';
 import { generateAdminToken } from './security/api-key.js';
 import { ByokVault } from './security/byok-vault.js';
 import { SecretBox } from './security/secret-box.js';
+
+/** How often shutdown closes keep-alive connections that went idle. */
+const IDLE_SWEEP_MS = 50;
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -77,8 +81,13 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   await migrateToLatest(db);
   const ledger = new KyselyLedger(db, {
     onFlushError: (err) => logger.error({ err }, 'ledger write failed; charges kept in memory and retried'),
-    onChargeRejected: (err, charge) =>
-      logger.error({ err, generation: charge.id, account: charge.accountId }, 'the ledger refused one charge repeatedly; it was set aside'),
+    onChargeRejected: (err, charge) => {
+      logger.error({ err, generation: charge.id, account: charge.accountId }, 'the ledger refused one charge repeatedly; it was set aside');
+      logger.error({ charge: toChargeRecord(charge) }, UNWRITTEN_CHARGE);
+    },
+    durableWaitMs: config.ledger.durable_wait_ms,
+    maxQueuedCharges: config.ledger.max_queued_charges,
+    shutdownDeadlineMs: config.ledger.shutdown_deadline_ms,
   });
 
   const adminToken = config.admin_token ? { value: config.admin_token, created: false } : await settingOrCreate(ledger, 'admin_token', generateAdminToken);
@@ -151,16 +160,29 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     closing ??= (async () => {
       // Stop accepting; let running requests finish, and past the grace cancel them (they settle).
       const grace = setTimeout(() => inflight.abortAll(), options.shutdownGraceMs ?? 10_000);
+      // A keep-alive connection goes idle when its last response is sent; the server's close() only
+      // closes those idle at the start, so the others would keep it open for the keep-alive timeout
+      // (72 s). Close them as they go idle: shutdown then ends when the last request settles.
+      const idleSweep = options.listen === false ? undefined : setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
+      let unwritten: Charge[];
       try {
         await app.close();
         await inflight.idle();
       } finally {
         clearTimeout(grace);
-        await ledger.close();
+        clearInterval(idleSweep);
+        unwritten = await ledger.close();
         await holds.close();
         await counters.close();
         await searchAgent?.close();
         await Promise.all([...providers.values()].map((p) => p.close().catch(() => undefined)));
+      }
+      // Charges the ledger could not take before the deadline: one line each, in full, to replay.
+      for (const charge of unwritten) logger.error({ charge: toChargeRecord(charge) }, UNWRITTEN_CHARGE);
+      if (unwritten.length > 0) {
+        throw new Error(
+          `${unwritten.length} charge(s) could not be written to the ledger within ledger.shutdown_deadline_ms; each is logged as an "${UNWRITTEN_CHARGE}" line: replay them with \`tollgate ledger replay LOGFILE\``,
+        );
       }
     })();
     return closing;

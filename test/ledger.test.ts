@@ -198,6 +198,55 @@ for (const target of databaseTargets) {
       expect(await ledger.getGeneration(poison.id)).toBeUndefined();
     });
 
+    it('issue 7 item 9: writes a batch larger than one statement whole, each generation once, balances exact', async () => {
+      const accounts = await Promise.all(Array.from({ length: 7 }, () => newAccount()));
+      await Promise.all(accounts.map((a, i) => newKey(a.id, `h-batch-${target.name}-${i}`)));
+      const charges = Array.from({ length: 1234 }, (_, i) => charge(accounts[i % 7]!.id, `h-batch-${target.name}-${i % 7}`, BigInt(1 + (i % 13))));
+      const written = charges.map((c) => ledger.charge(c));
+      written.push(ledger.charge(charges[5]!)); // the same generation twice in one batch
+      await ledger.flush();
+      await Promise.all(written);
+      ledger.charge(charges[9]!); // and again once it is recorded
+      await ledger.flush();
+      for (const [i, a] of accounts.entries()) {
+        const mine = charges.filter((_, j) => j % 7 === i);
+        const sum = mine.reduce((s, c) => s + c.totalCost, 0n);
+        expect((await ledger.getAccount(a.id))?.totalUsage).toBe(sum);
+        expect((await ledger.keyUsage(`h-batch-${target.name}-${i}`, T0)).all.usage).toBe(sum);
+      }
+      const n = await db
+        .selectFrom('generations')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('id', 'like', 'gen-test-%')
+        .executeTakeFirstOrThrow();
+      expect(Number(n.n)).toBeGreaterThanOrEqual(1234);
+    });
+
+    it('issue 7 item 9: an answer waits for its charge a bounded time, and without bound past the backlog bound', async () => {
+      const a = await newAccount();
+      const hash = `h-wait-${target.name}`;
+      await newKey(a.id, hash);
+      const bounded = new KyselyLedger(db, { durableWaitMs: 20, maxQueuedCharges: 2, retryDelayMs: 60_000 });
+      await sql`ALTER TABLE generations RENAME TO generations_off`.execute(db);
+      try {
+        // One charge waiting: below the bound, the answer goes after the wait, its charge still queued.
+        const first = bounded.charge(charge(a.id, hash, 5n));
+        expect(await bounded.awaitDurable(first)).toBe(false);
+        // Two waiting: at the bound, the answer waits until its charge is written.
+        const second = bounded.charge(charge(a.id, hash, 7n));
+        let answered = false;
+        const waiting = bounded.awaitDurable(second).then((durable) => ((answered = true), durable));
+        await bounded.flush().catch(() => undefined);
+        expect(answered).toBe(false);
+        await sql`ALTER TABLE generations_off RENAME TO generations`.execute(db);
+        await bounded.flush();
+        expect(await waiting).toBe(true);
+        expect((await ledger.getAccount(a.id))?.totalUsage).toBe(12n);
+      } finally {
+        await sql`ALTER TABLE IF EXISTS generations_off RENAME TO generations`.execute(db).catch(() => undefined);
+      }
+    });
+
     it('keeps charges queued while the database fails, and writes them once when it answers again', async () => {
       const a = await newAccount();
       const hash = `h-retry-${target.name}`;

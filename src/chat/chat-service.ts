@@ -231,15 +231,15 @@ export class ChatService {
     return { ...billed, usage: { ...billed.usage, images: countImages(started.messages) } };
   }
 
-  /** The whole answer of a non-streamed request, settled. */
-  complete(started: Started): Record<string, unknown> {
+  /** The whole answer of a non-streamed request, settled: it resolves once its charge is durable. */
+  async complete(started: Started): Promise<Record<string, unknown>> {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'json') throw new GatewayError('internal', 'expected a whole answer');
     const body = routed.answer.body;
     const { usage, source } = this.billed(started, routed.answer.usage, () => answerText(body), true);
     const choices = Array.isArray(body.choices) ? (body.choices as Chunk[]) : [];
     const finish = typeof choices[0]?.finish_reason === 'string' ? (choices[0].finish_reason as string) : null;
-    const { cost } = settlement.settle({
+    const { cost, durable } = settlement.settle({
       usage,
       usageSource: source,
       pricing: routed.attempt.endpoint.pricing,
@@ -248,6 +248,8 @@ export class ChatService {
       cancelled: false,
       endedAt: this.deps.clock.now(),
     });
+    // An answer delivered in full is charged durably before it is sent (CONTRACT §8).
+    await durable;
     return normalizeAnswer(body, served, usageBody(usage, cost, routed.isByok, source === 'upstream' ? body.usage : undefined));
   }
 
@@ -290,8 +292,10 @@ export class ChatService {
         yield { data: out };
       }
       const billed = finalUsage(true);
-      const { cost } = settle(false, billed);
+      const { cost, durable } = settle(false, billed);
       ended = true;
+      // The usage chunk completes the answer: it goes out once the charge is durable (CONTRACT §8).
+      await durable;
       yield { data: usageChunk(served, usageBody(billed.usage, cost, routed.isByok, billed.source === 'upstream' ? upstreamUsageRaw : undefined)) };
       yield { done: true };
     } catch (err) {

@@ -31,6 +31,12 @@ export interface Settled {
   cost: Nano;
   /** The list-price token cost, which a BYOK request pays its provider directly. */
   listCost: Nano;
+  /**
+   * Resolves once the charge is durable in the ledger, so that the answer's last byte may go out
+   * (CONTRACT §8); or, when the ledger cannot write it within `ledger.durable_wait_ms`, once that
+   * wait is over (the charge stays queued: see Ledger.awaitDurable). Never rejects.
+   */
+  durable: Promise<void>;
 }
 
 /**
@@ -56,7 +62,6 @@ export class Settlement {
     if (this.result) return this.result;
     const listCost = costOf(input.usage, input.pricing);
     const cost = (this.base.isByok ? byokFee(listCost, this.byokFeeFraction) : listCost) + input.extras;
-    this.result = { cost, listCost };
     const charge: Charge = {
       id: this.base.id,
       accountId: this.base.accountId,
@@ -75,14 +80,16 @@ export class Settlement {
       createdAt: this.base.startedAt,
       latencyMs: Math.max(0, input.endedAt - this.base.startedAt),
     };
-    this.ticket.settle(cost, this.ledger.charge(charge)).catch(this.onError);
+    const written = this.ledger.charge(charge);
+    this.ticket.settle(cost, written).catch(this.onError);
+    this.result = { cost, listCost, durable: this.ledger.awaitDurable(written).then(() => undefined) };
     return this.result;
   }
 
   /** Ends a request that delivered nothing: no charge; its holds are released. */
   settleNothing(): void {
     if (this.result) return;
-    this.result = { cost: 0n, listCost: 0n };
+    this.result = { cost: 0n, listCost: 0n, durable: Promise.resolve() };
     this.ticket.settle(0n, Promise.resolve()).catch(this.onError);
   }
 }

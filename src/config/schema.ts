@@ -189,6 +189,18 @@ const webPlugin = z
   })
   .strict();
 
+/** How charges reach the ledger (see docs/charging.md). */
+const ledger = z
+  .object({
+    /** How long a finished answer waits for its charge to be durable before it is sent anyway (the charge stays queued). */
+    durable_wait_ms: z.number().int().positive().default(5000),
+    /** How long shutdown keeps trying to write queued charges before it logs them and exits non-zero. */
+    shutdown_deadline_ms: z.number().int().positive().default(30000),
+    /** Charges waiting to be written past which answers wait for their own charge, however long (backpressure). */
+    max_queued_charges: z.number().int().positive().default(10000),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     listen: listen.default(listen.parse({})),
@@ -207,6 +219,7 @@ export const configSchema = z
       .optional(),
     limits: limits.default(limits.parse({})),
     routing: routing.default(routing.parse({})),
+    ledger: ledger.default(ledger.parse({})),
     providers: z.array(provider).min(1),
     models: z.array(model).min(1),
     plugins: z.object({ web: webPlugin.optional() }).strict().default({}),

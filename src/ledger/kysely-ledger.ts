@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Account, AccountType, Charge, CreditKind, Generation, KeyPatch, KeyRecord, KeyUsage, Ledger, NewAccount, NewKey, UsageTotals } from './ledger.js';
 import type { Nano } from './money.js';
 import { periodKeys, type LimitReset, type PeriodKeys } from './periods.js';
@@ -9,6 +9,27 @@ const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v
 const num = (v: unknown): number => Number(v);
 const bool = (v: unknown): boolean => Number(v) !== 0;
 const flag = (b: boolean): number => (b ? 1 : 0);
+
+function generationRow(c: Charge): GenerationsTable {
+  return {
+    id: c.id,
+    account_id: c.accountId,
+    key_hash: c.keyHash,
+    model: c.model,
+    provider: c.provider,
+    tokens_prompt: c.tokensPrompt,
+    tokens_completion: c.tokensCompletion,
+    total_cost: c.totalCost,
+    byok_usage: c.byokUsage,
+    is_byok: flag(c.isByok),
+    streamed: flag(c.streamed),
+    cancelled: flag(c.cancelled),
+    finish_reason: c.finishReason,
+    usage_source: c.usageSource,
+    created_at: c.createdAt,
+    latency_ms: c.latencyMs,
+  };
+}
 
 function toAccount(row: AccountsTable): Account {
   return {
@@ -70,28 +91,63 @@ interface Queued {
 
 /** Tries of a charge that the database refuses while it accepts others, before it is set aside. */
 const MAX_ATTEMPTS = 5;
+/** Charges written in one transaction at most; the rest wait for the next one. */
+const MAX_BATCH = 2000;
+/**
+ * Rows in one multi-row statement. SQLite binds at most 32,766 parameters a statement and PostgreSQL
+ * 65,535: 500 generations of 15 columns are 7,500.
+ */
+const ROWS_PER_STATEMENT = 500;
+
+function chunks<T>(rows: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
+}
+
+/** How long `close()` waits for the database connections to close once the writing is over. */
+const DESTROY_WAIT_MS = 2000;
+
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export interface KyselyLedgerOptions {
-  /** Called when a group commit fails; the charges stay queued and are retried. */
+  /**
+   * Called when a group commit's transaction fails: the charges stay queued and are retried (or, when
+   * only some of them tripped it, written one by one at once).
+   */
   onFlushError?: (err: unknown) => void;
   /** Called when the database refused a single charge that others in its batch did not trip on. */
   onChargeRejected?: (err: unknown, charge: Charge) => void;
   retryDelayMs?: number;
+  /** How long `awaitDurable` waits while the ledger is not backlogged (config `ledger.durable_wait_ms`). */
+  durableWaitMs?: number;
+  /** Charges waiting to be written past which `awaitDurable` waits without bound (`ledger.max_queued_charges`). */
+  maxQueuedCharges?: number;
+  /** How long `close()` keeps trying to write queued charges (`ledger.shutdown_deadline_ms`). */
+  shutdownDeadlineMs?: number;
 }
 
 /**
  * The ledger on Kysely (SQLite through better-sqlite3, or PostgreSQL). Charges are group-committed:
- * every charge queued in one turn of the event loop is written in one transaction, so a crash can
- * lose at most the charges of the turn in progress (and, while the database is failing, the ones
- * queued for retry, which are kept in memory and written when it answers again).
+ * the charges queued while one transaction writes go together in the next one, each table written
+ * with one multi-row statement (per ROWS_PER_STATEMENT rows), rows locked in a fixed order (accounts
+ * by id, then key usage by key and period) so that two processes sharing a database never deadlock.
+ * Answers wait for their charge to be durable before they are sent (`awaitDurable`), so a crash
+ * loses no charge of an answer delivered in full; charges queued while the database fails are kept
+ * in memory and written when it answers again, or logged by the caller of `close()`.
  */
 export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
   /** Charges queued or being written, by generation id, and their sum by account. */
   private readonly pendingCharges = new Map<string, { charge: Charge; periods: PeriodKeys; written: Promise<void> }>();
   private readonly pendingByAccount = new Map<string, bigint>();
-  /** Completed group commits; a read that spans one is repeated. */
+  /**
+   * Moves when a group commit's COMMIT is sent (odd: its outcome is not known yet) and again when it
+   * is known or its charges are set aside (even). A read that spans a move, or starts while it is
+   * odd, may have seen the charges both in the tables and as pending: it is repeated.
+   */
   private commits = 0;
+  private commitKnown: Promise<void> = Promise.resolve();
   /** Changes this process made to money or keys. */
   private changes = 0;
   private readonly keyCache = new Map<string, { at: number; key: KeyRecord }>();
@@ -100,11 +156,15 @@ export class KyselyLedger implements Ledger {
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  private closing = false;
+  private readonly postgres: boolean;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: KyselyLedgerOptions = {},
-  ) {}
+  ) {
+    this.postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  }
 
   async createAccount(input: NewAccount): Promise<Account> {
     const id = `acct_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
@@ -131,6 +191,10 @@ export class KyselyLedger implements Ledger {
   private async consistent<T, S>(read: () => Promise<T>, pending: () => S): Promise<[T, S]> {
     for (;;) {
       const commits = this.commits;
+      if (commits % 2 === 1) {
+        await this.commitKnown;
+        continue;
+      }
       const result = await read();
       // The pending charges are taken in the same step as the check, so none can slip between them.
       if (commits === this.commits) return [result, pending()];
@@ -325,29 +389,55 @@ export class KyselyLedger implements Ledger {
     this.pendingCharges.set(charge.id, { charge, periods: periodKeys(charge.createdAt), written });
     this.pendingByAccount.set(charge.accountId, (this.pendingByAccount.get(charge.accountId) ?? 0n) + charge.totalCost);
     this.queue.push({ charge, durable, attempts: 0 });
-    if (!this.scheduled && !this.retryTimer) {
-      this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        this.flush().catch(() => undefined);
-      });
-    }
+    this.schedule();
     return written;
+  }
+
+  /** Starts a group commit on the next turn, unless one is due already or the database is being retried. */
+  private schedule(): void {
+    if (this.scheduled || this.retryTimer || this.closing) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush().catch(() => undefined);
+    });
+  }
+
+  /**
+   * Waits until the charge `written` (from `charge()`) is durable, so that its answer can be sent.
+   * While fewer than `maxQueuedCharges` charges wait to be written, it waits at most `durableWaitMs`
+   * and then lets the answer go (the charge stays queued, and is written exactly once when the
+   * database answers, or logged at shutdown). Past that bound, it waits until the charge is written:
+   * answers slow to the pace the database keeps rather than piling up unwritten charges.
+   */
+  async awaitDurable(written: Promise<void>): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.options.durableWaitMs ?? 5000);
+    });
+    try {
+      const durable = await Promise.race([written.then(() => true as const), timedOut]);
+      if (durable) return true;
+      if (this.pendingCharges.size < (this.options.maxQueuedCharges ?? 10_000)) return false;
+      await written;
+      return true;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async flush(): Promise<void> {
     // One group commit at a time; a caller arriving mid-commit waits for it and then for its own.
     while (this.flushing) await this.flushing.catch(() => undefined);
     if (this.queue.length === 0) return;
-    const batch = this.queue;
-    this.queue = [];
+    const batch = this.queue.splice(0, MAX_BATCH);
     this.flushing = this.writeBatch(batch).then(
       (failed) => {
         this.flushing = undefined;
         if (failed.length > 0) {
           this.queue = failed.concat(this.queue);
           this.scheduleRetry();
-        }
+        } else if (this.queue.length > 0) this.schedule(); // what queued meanwhile goes in the next commit
       },
       (err: unknown) => {
         this.flushing = undefined;
@@ -361,7 +451,7 @@ export class KyselyLedger implements Ledger {
   }
 
   private scheduleRetry(): void {
-    if (this.retryTimer) return;
+    if (this.retryTimer || this.closing) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.flush().catch(() => undefined);
@@ -376,22 +466,20 @@ export class KyselyLedger implements Ledger {
    * aside and reported. When none could be written the database is failing: the batch is kept whole.
    */
   private async writeBatch(batch: Queued[]): Promise<Queued[]> {
+    let batchError: unknown;
     try {
       await this.writeTransaction(batch.map((q) => q.charge));
-      batch.forEach((q) => this.unpend(q.charge));
-      this.commits += 1;
       batch.forEach((q) => q.durable());
       return [];
     } catch (err) {
       if (batch.length === 1) throw err;
+      batchError = err;
     }
     const failed: Queued[] = [];
     let lastError: unknown;
     for (const q of batch) {
       try {
         await this.writeTransaction([q.charge]);
-        this.unpend(q.charge);
-        this.commits += 1;
         q.durable();
       } catch (err) {
         lastError = err;
@@ -400,82 +488,108 @@ export class KyselyLedger implements Ledger {
     }
     // Nothing could be written: the database is failing (down, full, …), not one charge. Keep them all.
     if (failed.length === batch.length) throw lastError;
+    // Some went through one by one: the group commit itself failed (a deadlock, a refused charge); say so.
+    this.options.onFlushError?.(batchError);
     const retry: Queued[] = [];
     for (const q of failed) {
       q.attempts += 1;
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
         this.options.onChargeRejected?.(lastError, q.charge);
+        this.commits += 2;
         this.unpend(q.charge);
-        this.commits += 1;
         q.durable(); // nothing more will be written for it; its holds may go
       }
     }
     return retry;
   }
 
+  /**
+   * One transaction for a batch: the generations first (a generation already recorded is skipped, so
+   * no charge is ever applied twice), then the balances and the key usage of the ones inserted, each
+   * with multi-row statements, in a fixed order.
+   */
   private async writeTransaction(batch: Charge[]): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    const sorted = [...batch].sort((a, b) => byText(a.id, b.id));
+    const trx = await this.db.startTransaction().execute();
+    try {
+      const inserted = new Set<string>();
+      for (const rows of chunks(sorted, ROWS_PER_STATEMENT)) {
+        const ids = await trx
+          .insertInto('generations')
+          .values(rows.map(generationRow))
+          .onConflict((oc) => oc.column('id').doNothing())
+          .returning('id')
+          .execute();
+        for (const r of ids) inserted.add(r.id);
+      }
       const accountDeltas = new Map<string, bigint>();
-      const usageDeltas = new Map<string, { hash: string; period: string; usage: bigint; byok: bigint }>();
-      for (const c of batch) {
-        if (!(await this.insertGeneration(trx, c))) continue; // already recorded: never charge twice
+      const usageDeltas = new Map<string, { key_hash: string; period: string; usage: bigint; byok_usage: bigint }>();
+      for (const c of sorted) {
+        if (!inserted.has(c.id)) continue; // already recorded: never charge twice
         accountDeltas.set(c.accountId, (accountDeltas.get(c.accountId) ?? 0n) + c.totalCost);
         const p = periodKeys(c.createdAt);
         for (const period of [p.all, p.daily, p.weekly, p.monthly]) {
           const k = `${c.keyHash}\u0000${period}`;
-          const d = usageDeltas.get(k) ?? { hash: c.keyHash, period, usage: 0n, byok: 0n };
+          const d = usageDeltas.get(k) ?? { key_hash: c.keyHash, period, usage: 0n, byok_usage: 0n };
           d.usage += c.totalCost;
-          d.byok += c.byokUsage;
+          d.byok_usage += c.byokUsage;
           usageDeltas.set(k, d);
         }
       }
-      for (const [accountId, cost] of accountDeltas) {
+      const accounts = [...accountDeltas].sort(([a], [b]) => byText(a, b));
+      if (this.postgres && accounts.length > 0) {
+        // PostgreSQL locks rows as an UPDATE … FROM meets them, in no set order: take them in id order first.
         await trx
-          .updateTable('accounts')
-          .set((eb) => ({ balance: eb('balance', '-', cost), total_usage: eb('total_usage', '+', cost) }))
-          .where('id', '=', accountId)
+          .selectFrom('accounts')
+          .select('id')
+          .where(
+            'id',
+            'in',
+            accounts.map(([id]) => id),
+          )
+          .orderBy('id')
+          .forUpdate()
           .execute();
       }
-      for (const d of usageDeltas.values()) {
+      for (const rows of chunks(accounts, ROWS_PER_STATEMENT)) {
+        const values = sql.join(rows.map(([id, cost]) => sql`(${id}, CAST(${cost} AS BIGINT))`));
+        await sql`UPDATE accounts SET balance = accounts.balance - v.column2, total_usage = accounts.total_usage + v.column2
+          FROM (VALUES ${values}) AS v WHERE accounts.id = v.column1`.execute(trx);
+      }
+      const usage = [...usageDeltas.values()].sort((a, b) => byText(a.key_hash, b.key_hash) || byText(a.period, b.period));
+      for (const rows of chunks(usage, ROWS_PER_STATEMENT)) {
         await trx
           .insertInto('key_usage')
-          .values({ key_hash: d.hash, period: d.period, usage: d.usage, byok_usage: d.byok })
+          .values(rows)
           .onConflict((oc) =>
             oc.columns(['key_hash', 'period']).doUpdateSet((eb) => ({
-              usage: eb('key_usage.usage', '+', d.usage),
-              byok_usage: eb('key_usage.byok_usage', '+', d.byok),
+              usage: eb('key_usage.usage', '+', eb.ref('excluded.usage')),
+              byok_usage: eb('key_usage.byok_usage', '+', eb.ref('excluded.byok_usage')),
             })),
           )
           .execute();
       }
-    });
-  }
-
-  private async insertGeneration(trx: Transaction<Database>, c: Charge): Promise<boolean> {
-    const res = await trx
-      .insertInto('generations')
-      .values({
-        id: c.id,
-        account_id: c.accountId,
-        key_hash: c.keyHash,
-        model: c.model,
-        provider: c.provider,
-        tokens_prompt: c.tokensPrompt,
-        tokens_completion: c.tokensCompletion,
-        total_cost: c.totalCost,
-        byok_usage: c.byokUsage,
-        is_byok: flag(c.isByok),
-        streamed: flag(c.streamed),
-        cancelled: flag(c.cancelled),
-        finish_reason: c.finishReason,
-        usage_source: c.usageSource,
-        created_at: c.createdAt,
-        latency_ms: c.latencyMs,
-      })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .executeTakeFirst();
-    return big(res.numInsertedOrUpdatedRows ?? 0n) > 0n;
+    } catch (err) {
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
+      throw err;
+    }
+    // Until COMMIT answers, a reader cannot tell whether these charges are in the tables: see commits.
+    this.commits += 1;
+    let known: () => void = () => undefined;
+    this.commitKnown = new Promise((resolve) => (known = resolve));
+    try {
+      await trx.commit().execute();
+      batch.forEach((c) => this.unpend(c));
+    } finally {
+      // A COMMIT that failed may still have landed: the charges stay pending and are retried, and a
+      // generation already recorded is never charged again.
+      this.commits += 1;
+      known();
+    }
   }
 
   async getGeneration(id: string): Promise<Generation | undefined> {
@@ -514,10 +628,33 @@ export class KyselyLedger implements Ledger {
     await sql`select 1`.execute(this.db);
   }
 
-  async close(): Promise<void> {
+  /**
+   * Writes what is queued, retrying until `shutdownDeadlineMs` has passed, then closes the database.
+   * Answers with the charges it could not write (the caller logs them so that they can be replayed).
+   */
+  async close(): Promise<Charge[]> {
+    this.closing = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
-    await this.flush();
-    await this.db.destroy();
+    const deadline = Date.now() + (this.options.shutdownDeadlineMs ?? 30_000);
+    const retryDelay = this.options.retryDelayMs ?? 1000;
+    while (this.pendingCharges.size > 0 && Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      const left = deadline - Date.now();
+      const attempt = this.flush().then(
+        () => true,
+        () => false,
+      );
+      const ok = await Promise.race([attempt, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), left)))]);
+      clearTimeout(timer);
+      if (!ok && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(retryDelay, deadline - Date.now())));
+    }
+    const unwritten = [...this.pendingCharges.values()].map((p) => p.charge);
+    // A database that stopped answering mid-transaction can keep its connection busy for good: the
+    // unwritten charges are answered whether or not the pool closes in time.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.db.destroy().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, DESTROY_WAIT_MS)))]);
+    clearTimeout(timer);
+    return unwritten;
   }
 }

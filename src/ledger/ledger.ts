@@ -116,6 +116,13 @@ export interface Ledger {
    * already recorded is not applied again.
    */
   charge(charge: Charge): Promise<void>;
+  /**
+   * Waits for a charge (the promise `charge()` gave) to be durable before its answer is delivered:
+   * true once it is. While the ledger is not backlogged the wait is bounded (then false: the charge
+   * stays queued and is written exactly once when the database answers); past its backlog bound it
+   * waits until the charge is written (backpressure).
+   */
+  awaitDurable(written: Promise<void>): Promise<boolean>;
   /** Writes every queued charge. (Reads see queued charges without it.) */
   flush(): Promise<void>;
   /** Moves whenever this process changes money or keys: a read made at an unchanged version is current. */
@@ -128,5 +135,9 @@ export interface Ledger {
   /** A cheap round trip to the database; rejects when it does not answer (readiness, CONTRACT §8). */
   ping(): Promise<void>;
 
-  close(): Promise<void>;
+  /**
+   * Writes every queued charge, retrying until the shutdown deadline, and closes. Answers with the
+   * charges it could not write, for the caller to log in full so that they can be replayed.
+   */
+  close(): Promise<Charge[]>;
 }

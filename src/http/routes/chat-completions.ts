@@ -37,7 +37,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       // The access-log line (app.ts) names the generation and whether it was streamed.
       req.log = req.log.child({ generation: started.served.id, stream: started.routed.answer.kind === 'stream' });
       if (started.routed.answer.kind === 'json') {
-        return reply.headers(headers).send(chat.complete(started));
+        return reply.headers(headers).send(await chat.complete(started));
       }
       reply.hijack();
       await writeSse(reply.raw, headers, chat.relay(started, controller.signal));
