@@ -1,18 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../src/clock.js';
-import { ScriptedUpstream } from './helpers/scripted-upstream.js';
+import { ScriptedUpstream, upstreamAnswer as answer } from './helpers/scripted-upstream.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 // Prices make estimates easy to read: only completion tokens cost, 0.01 credit each, so a request's
 // estimate is max_tokens × 0.01 and an answer of 10 completion tokens costs 0.1.
-const answer = (completionTokens: number) => ({
-  id: 'up',
-  object: 'chat.completion',
-  created: 1,
-  model: 'm',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 5, completion_tokens: completionTokens, total_tokens: 5 + completionTokens },
-});
 const perToken = { prompt: '0', completion: '0.01' };
 const WINDOW = 60_000;
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
 import { readSse } from './helpers/sse.js';
-import { ScriptedUpstream } from './helpers/scripted-upstream.js';
+import { ScriptedUpstream, upstreamAnswer as answer } from './helpers/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 // Only completion tokens cost, 0.01 credit each: a request's estimate is max_tokens × 0.01.
@@ -14,14 +14,6 @@ const finalChunk = JSON.stringify({
   object: 'chat.completion.chunk',
   choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
   usage: { prompt_tokens: 5, completion_tokens: 10, total_tokens: 15 },
-});
-const answer = (completionTokens: number) => ({
-  id: 'up',
-  object: 'chat.completion',
-  created: 1,
-  model: 'm',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 5, completion_tokens: completionTokens, total_tokens: 5 + completionTokens },
 });
 
 describe('issue 7 items 5 and 7: hold lifetime and Retry-After', () => {

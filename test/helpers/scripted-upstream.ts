@@ -49,6 +49,16 @@ export function fixtureChunks(name: string): string[] {
  * A provider on loopback that answers from a script: each request takes the next script (the last
  * one repeats). It records what it received, so tests can assert on what the gateway sent.
  */
+/** A whole upstream answer ("ok") that reports 5 prompt tokens and `completionTokens` completion tokens. */
+export const upstreamAnswer = (completionTokens: number) => ({
+  id: 'up',
+  object: 'chat.completion',
+  created: 1,
+  model: 'm',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 5, completion_tokens: completionTokens, total_tokens: 5 + completionTokens },
+});
+
 export class ScriptedUpstream {
   readonly received: Received[] = [];
   private scripts: Script[] = [];
