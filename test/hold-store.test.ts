@@ -1,78 +1,300 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../src/clock.js';
+import { GatewayError } from '../src/errors.js';
 import { ExpiryHeap } from '../src/limits/expiry-heap.js';
-import type { HoldStore } from '../src/limits/hold-store.js';
+import type { AdmitRequest, HoldStore, LedgerUpdate } from '../src/limits/hold-store.js';
 import { MemoryHoldStore } from '../src/limits/memory-hold-store.js';
+import { RedisHoldStore } from '../src/limits/redis-hold-store.js';
+import { redisTarget, redisUrl } from './helpers/redis.js';
 
-// One suite for every hold store implementation.
-const stores: Array<[string, () => HoldStore]> = [['memory', () => new MemoryHoldStore()]];
+interface Made {
+  store: HoldStore;
+  clock: ManualClock;
+  /** Redis only: forgets everything, as a Redis restarted empty would. */
+  wipe?: () => Promise<void>;
+  sync?: () => Promise<void>;
+  close(): Promise<void>;
+}
+
+// One suite for every hold store implementation (as kysely runs its suite per dialect).
+const stores: Array<[string, () => Promise<Made>]> = [
+  [
+    'memory',
+    async () => {
+      const clock = new ManualClock(1_000_000);
+      const store = new MemoryHoldStore(clock);
+      return { store, clock, close: () => store.close() };
+    },
+  ],
+];
+if (redisUrl) {
+  stores.push([
+    'redis',
+    async () => {
+      const t = await redisTarget();
+      const clock = new ManualClock(1_000_000);
+      const store = new RedisHoldStore(t.client, { prefix: t.prefix, clock, syncEveryMs: 0 });
+      const wipe = async () => {
+        const keys = await t.client.keys(`${t.prefix}*`);
+        if (keys.length > 0) await t.client.del(...keys);
+      };
+      return { store, clock, wipe, sync: () => store.sync(), close: async () => (await store.close(), await t.close()) };
+    },
+  ]);
+}
+
+const C = 1_000_000_000n; // one credit in nanocredits
+const A = 'acct_1';
+const KEY = 'k1';
+const DAY = 'd:2026-01-05';
+const periods = { daily: DAY, weekly: 'w:2026-01-05', monthly: 'm:2026-01' };
+const snapshot = (balance: bigint, seq = 1n, totalUsage = 0n): LedgerUpdate => ({ accountId: A, account: { seq, balance, totalUsage } });
+const keySnapshot = (usage: bigint, seq = 1n, byokUsage = 0n): LedgerUpdate => ({
+  accountId: A,
+  keys: [{ hash: KEY, periods: ['all', DAY, periods.weekly, periods.monthly].map((period) => ({ seq, period, usage, byokUsage })) }],
+});
+const budget = (amount: bigint) => ({ amount, threshold: 100n * C, fractionPpm: 500_000n, ceiling: 50n * C });
+const req = (id: string, over: Partial<AdmitRequest> = {}): AdmitRequest => ({ accountId: A, id, leaseMs: 30_000, refuseNegative: true, ...over });
+const settle = (id: string, cost: bigint, windowMs = 60_000) => ({
+  accountId: A,
+  id,
+  cost,
+  byokUsage: 0n,
+  keyHash: KEY,
+  periods,
+  windowMs,
+  leaseMs: 30_000,
+});
 
 for (const [name, make] of stores) {
   describe(`hold store: ${name}`, () => {
-    const T = 1_000_000;
-
-    it('admits holds while they fit under the limit, atomically under concurrency', async () => {
-      const s = make();
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => s.acquire('a', `h${i}`, 3n, 20n, T, T + 1000)));
-      expect(results.filter((r) => r.ok)).toHaveLength(6); // 6 × 3 = 18 ≤ 20 < 21
-      expect(await s.held('a', T)).toBe(18n);
-      const refused = results.find((r) => !r.ok);
-      expect(refused).toMatchObject({ ok: false, held: 18n });
-      await s.close();
+    let made: Made | undefined;
+    const open = async () => (made = await make());
+    afterEach(async () => {
+      await made?.close();
+      made = undefined;
     });
 
-    it('a running hold stops counting at its deadline (a dead process cannot keep it)', async () => {
-      const s = make();
-      await s.acquire('a', 'h', 5n, null, T, T + 1000);
-      expect(await s.held('a', T + 999)).toBe(5n);
-      expect(await s.held('a', T + 1000)).toBe(0n);
-      await s.close();
+    it('asks for a snapshot of the account (and of the key period) before it admits anything', async () => {
+      const { store } = await open();
+      expect(await store.admit(req('a', { balance: C }))).toEqual({ ok: false, refused: 'snapshot', account: true, key: false });
+      await store.record(snapshot(10n * C));
+      const key = { hash: KEY, period: DAY, includeByok: false, limit: 5n * C, amount: C };
+      expect(await store.admit(req('a', { key }))).toEqual({ ok: false, refused: 'snapshot', account: false, key: true });
+      await store.record(keySnapshot(0n));
+      expect(await store.admit(req('a', { key, balance: C }))).toMatchObject({ ok: true, balance: 10n * C });
     });
 
-    it('settling replaces the amount and keeps it for the window; release drops it at once', async () => {
-      const s = make();
-      await s.acquire('a', 'x', 5n, 10n, T, T + 100_000);
-      await s.acquire('a', 'y', 4n, 10n, T, T + 100_000);
-      await s.settle('a', 'x', 2n, T + 60_000);
-      expect(await s.held('a', T)).toBe(6n);
-      const refused = await s.acquire('a', 'z', 5n, 10n, T, T + 100_000);
-      expect(refused.ok).toBe(false);
-      if (!refused.ok) expect(refused.holds.find((h) => h.settling)).toEqual({ amount: 2n, until: T + 60_000, settling: true });
-      await s.release('a', 'y');
-      expect(await s.held('a', T)).toBe(2n);
-      expect(await s.held('a', T + 60_000)).toBe(0n);
-      await s.settle('a', 'missing', 9n, T + 60_000); // settling an unknown hold adds nothing
-      expect(await s.held('a', T)).toBe(0n);
-      await s.close();
+    it('admits holds on the balance while they fit, atomically under concurrency, exact to the nanocredit', async () => {
+      const { store } = await open();
+      // 8 billion credits and change: more than a Lua number holds exactly in nanocredits.
+      const balance = 8_000_000_000n * C + 123_456_789n;
+      await store.record(snapshot(balance));
+      const part = balance / 4n;
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => store.admit(req(`h${i}`, { balance: part }))));
+      expect(results.filter((r) => r.ok)).toHaveLength(4);
+      expect(results.find((r) => !r.ok)).toMatchObject({ refused: 'balance', balance, held: 4n * part });
+      const left = balance - 4n * part;
+      expect(await store.admit(req('over', { balance: left + 1n }))).toMatchObject({ ok: false, refused: 'balance' });
+      expect(await store.admit(req('exact', { balance: left }))).toMatchObject({ ok: true });
     });
 
-    it('issue 7 item 5: renew keeps a running hold counting past its lease; a settling or gone hold is not renewed', async () => {
-      const s = make();
-      await s.acquire('a', 'run', 5n, null, T, T + 1000);
-      await s.acquire('a', 'done', 3n, null, T, T + 1000);
-      await s.settle('a', 'done', 2n, T + 60_000);
-      expect(await s.renew('a', 'run', T + 500, T + 1900)).toBe(true);
-      expect(await s.held('a', T + 1500)).toBe(7n); // without the renewal, 'run' would end at T + 1000
-      expect(await s.renew('a', 'done', T + 500, T + 120_000)).toBe(false);
-      expect((await s.list('a', T + 1500)).find((h) => h.settling)).toEqual({ amount: 2n, until: T + 60_000, settling: true });
-      expect(await s.held('a', T + 1900)).toBe(2n); // the lease ran out: only the settling hold is left
-      expect(await s.renew('a', 'run', T + 1900, T + 5000)).toBe(false); // a lapsed hold is not brought back
-      expect(await s.held('a', T + 1900)).toBe(2n);
-      await s.release('a', 'done');
-      expect(await s.renew('a', 'done', T + 1900, T + 5000)).toBe(false);
-      expect(await s.held('a', T + 1900)).toBe(0n);
-      await s.close();
+    it('refuses a negative balance first (prepaid), and never takes part of a request', async () => {
+      const { store } = await open();
+      await store.record(snapshot(-1n));
+      expect(await store.admit(req('a', { balance: C }))).toEqual({ ok: false, refused: 'negative', balance: -1n });
+      expect(await store.admit(req('free', { refuseNegative: false }))).toMatchObject({ ok: true, balance: -1n });
+      await store.record(snapshot(2n * C, 2n));
+      await store.record(keySnapshot(0n));
+      const key = { hash: KEY, period: DAY, includeByok: false, limit: 10n * C, amount: C };
+      // The key fits, the balance does not: nothing is held on the key either.
+      expect(await store.admit(req('b', { key, balance: 3n * C }))).toMatchObject({ refused: 'balance' });
+      expect(await store.view(A, { hash: KEY, periods: [DAY] })).toMatchObject({ balance: 2n * C });
+      const again = await store.admit(req('c', { key: { ...key, amount: 10n * C } }));
+      expect(again).toMatchObject({ ok: true });
     });
 
-    it('scopes are independent', async () => {
-      const s = make();
-      await s.acquire('a', 'h', 5n, 5n, T, T + 10);
-      expect((await s.acquire('b', 'h', 5n, 5n, T, T + 10)).ok).toBe(true);
-      expect(await s.held('a', T)).toBe(5n);
-      await s.close();
+    it('counts a key limit per period: charged, pending and running, BYOK when the key includes it', async () => {
+      const { store } = await open();
+      await store.record(snapshot(100n * C));
+      await store.record({
+        accountId: A,
+        keys: [
+          {
+            hash: KEY,
+            periods: [
+              { seq: 1n, period: DAY, usage: 2n * C, byokUsage: 3n * C },
+              { seq: 1n, period: 'd:2026-01-04', usage: 50n * C, byokUsage: 0n },
+            ],
+          },
+        ],
+      });
+      const key = (amount: bigint, includeByok = false) => ({ hash: KEY, period: DAY, includeByok, limit: 10n * C, amount });
+      expect(await store.admit(req('a', { key: key(4n * C) }))).toMatchObject({ ok: true }); // 2 + 4 ≤ 10
+      expect(await store.admit(req('b', { key: key(5n * C) }))).toEqual({ ok: false, refused: 'key', used: 2n * C, held: 4n * C });
+      expect(await store.admit(req('c', { key: key(2n * C, true) }))).toEqual({ ok: false, refused: 'key', used: 5n * C, held: 4n * C });
+      // 'a' ends costing 1: its running hold becomes a pending charge of 1.
+      await store.settle({ ...settle('a', C), byokUsage: 0n });
+      expect(await store.admit(req('d', { key: key(7n * C) }))).toMatchObject({ ok: true }); // 2 + 1 + 7 = 10
+      expect((await store.view(A, { hash: KEY, periods: [DAY, 'd:2026-01-04'] }))?.keyUsage).toEqual(
+        new Map([
+          [DAY, { usage: 3n * C, byokUsage: 3n * C }],
+          ['d:2026-01-04', { usage: 50n * C, byokUsage: 0n }],
+        ]),
+      );
     });
+
+    it('holds the in-flight budget below the threshold only: min(fraction × balance, ceiling); a request above it is its weight', async () => {
+      const { store } = await open();
+      await store.record(snapshot(10n * C)); // budget 5
+      expect(await store.admit(req('big', { budget: budget(6n * C) }))).toEqual({ ok: false, refused: 'weight', budget: 5n * C });
+      expect(await store.admit(req('a', { budget: budget(3n * C) }))).toMatchObject({ ok: true });
+      const r = await store.admit(req('b', { budget: budget(3n * C) }));
+      expect(r).toMatchObject({ ok: false, refused: 'budget', budget: 5n * C, held: 3n * C });
+      if (!r.ok && r.refused === 'budget') expect(r.holds).toEqual([{ amount: 3n * C, until: r.now + 30_000, settling: false }]);
+      await store.record(snapshot(100n * C, 2n)); // at the threshold: not subject
+      expect(await store.admit(req('c', { budget: budget(60n * C) }))).toMatchObject({ ok: true });
+      expect((await store.view(A))?.budgetHeld).toBe(3n * C); // 'c' took no budget hold
+      await store.record(snapshot(1000n * C, 1n)); // older: ignored
+      expect((await store.view(A))?.balance).toBe(100n * C);
+      await store.record(snapshot(99n * C + 999_999_999n, 3n)); // budget 49.9999999995 → ceiling 50 not reached
+      expect(await store.admit(req('d', { budget: budget(46n * C + 999_999_999n) }))).toMatchObject({ ok: true }); // 3 + 46.999999999 ≤ 49.9999999995
+      expect(await store.admit(req('e', { budget: budget(1n) }))).toMatchObject({ refused: 'budget' });
+    });
+
+    it('settles: the budget keeps the actual cost for the window; the balance sees it pending until the ledger records it', async () => {
+      const { store, clock } = await open();
+      await store.record(snapshot(10n * C, 5n, 1n * C));
+      await store.admit(req('a', { balance: 4n * C, budget: budget(4n * C) }));
+      await store.settle(settle('a', 2n * C));
+      expect(await store.view(A)).toMatchObject({ balance: 8n * C, totalUsage: 3n * C, budgetHeld: 2n * C });
+      // A reader of the ledger before the commit (seq 5) changes nothing; the commit (seq 6) replaces the pending charge.
+      await store.record({ ...snapshot(10n * C, 5n, 1n * C), committed: [] });
+      expect((await store.view(A))?.balance).toBe(8n * C);
+      await store.record({ ...snapshot(8n * C, 6n, 3n * C), committed: ['a'] });
+      expect(await store.view(A)).toMatchObject({ balance: 8n * C, totalUsage: 3n * C, budgetHeld: 2n * C });
+      clock.advance(60_000);
+      expect((await store.view(A))?.budgetHeld).toBe(0n);
+      // A request that cost nothing leaves nothing behind.
+      await store.admit(req('z', { balance: C, budget: budget(C) }));
+      await store.settle(settle('z', 0n));
+      expect(await store.view(A)).toMatchObject({ balance: 8n * C, budgetHeld: 0n });
+    });
+
+    it('leases: a running hold counts until its lease ends unless renewed; a settling hold is not renewed', async () => {
+      const { store, clock } = await open();
+      await store.record(snapshot(10n * C));
+      await store.admit(req('run', { budget: budget(2n * C), leaseMs: 1000 }));
+      await store.admit(req('done', { budget: budget(1n * C), leaseMs: 1000 }));
+      await store.settle(settle('done', C, 60_000));
+      clock.advance(500);
+      await store.renew(A, 'run', 1000); // now until T + 1500
+      await store.renew(A, 'done', 120_000);
+      clock.advance(999);
+      expect((await store.view(A))?.budgetHeld).toBe(3n * C);
+      clock.advance(1);
+      expect((await store.view(A))?.budgetHeld).toBe(1n * C); // 'run' lapsed: a dead process's hold stops counting
+      await store.renew(A, 'run', 1000); // a lapsed hold is not brought back
+      expect((await store.view(A))?.budgetHeld).toBe(1n * C);
+    });
+
+    it('a pending charge whose process died lapses and drops the snapshot: the next admission reloads from the ledger', async () => {
+      const { store, clock } = await open();
+      await store.record(snapshot(10n * C));
+      await store.admit(req('a', { balance: C }));
+      await store.settle({ ...settle('a', C), leaseMs: 1000 });
+      clock.advance(999);
+      expect((await store.view(A))?.balance).toBe(9n * C);
+      clock.advance(1);
+      expect(await store.view(A)).toBeUndefined();
+      expect(await store.admit(req('b', { balance: C }))).toMatchObject({ refused: 'snapshot', account: true });
+    });
+
+    if (name === 'redis') {
+      it('Redis restarted empty: the process puts back its running and settling holds and pending charges', async () => {
+        const m = await open();
+        const { store } = m;
+        await store.sync?.();
+        await store.record(snapshot(10n * C));
+        await store.admit(req('run', { balance: 2n * C, budget: budget(2n * C) }));
+        await store.admit(req('done', { balance: 1n * C, budget: budget(1n * C) }));
+        await store.settle(settle('done', C));
+        await m.wipe?.();
+        expect(await store.view(A)).toBeUndefined();
+        await m.sync?.();
+        await store.record(snapshot(10n * C)); // the snapshot comes back from the ledger
+        expect(await store.view(A)).toMatchObject({ balance: 9n * C, budgetHeld: 3n * C });
+        expect(await store.admit(req('x', { balance: 8n * C }))).toMatchObject({ refused: 'balance', held: 2n * C });
+        await store.record({ ...snapshot(9n * C, 2n), committed: ['done'] });
+        await m.wipe?.();
+        await m.sync?.();
+        await store.record(snapshot(9n * C, 2n));
+        expect(await store.view(A)).toMatchObject({ balance: 9n * C, budgetHeld: 3n * C }); // the recorded charge is not put back
+      });
+
+      it('fails closed within its deadline when Redis does not answer (503 limits_unavailable)', async () => {
+        // A client on a port where nothing listens: every command fails or waits.
+        const client = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 200 });
+        client.on('error', () => undefined);
+        const store = new RedisHoldStore(client, { timeoutMs: 300, syncEveryMs: 0 });
+        const err = await store.admit(req('a', { balance: C })).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(GatewayError);
+        expect(err).toMatchObject({ status: 503, metadata: { reason: 'limits_unavailable' }, headers: { 'retry-after': '2' } });
+        await store.settle(settle('a', C)); // never throws: kept and retried
+        await store.close();
+        client.disconnect();
+      });
+    }
   });
 }
+
+describe('hold store: memory and Redis agree (random operations)', () => {
+  it.runIf(redisUrl)('answer every admission, settlement and view alike', async () => {
+    const ops = fc.array(
+      fc.oneof(
+        fc.record({ op: fc.constant('admit' as const), id: fc.integer({ min: 0, max: 5 }), amount: fc.bigInt({ min: 0n, max: 6n * C }) }),
+        fc.record({ op: fc.constant('settle' as const), id: fc.integer({ min: 0, max: 5 }), amount: fc.bigInt({ min: 0n, max: 6n * C }) }),
+        fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 40_000 }) }),
+        fc.record({ op: fc.constant('commit' as const), id: fc.integer({ min: 0, max: 5 }), balance: fc.bigInt({ min: -C, max: 20n * C }) }),
+      ),
+      { maxLength: 25 },
+    );
+    await fc.assert(
+      fc.asyncProperty(ops, async (list) => {
+        const [mem, red] = [await (stores[0] as [string, () => Promise<Made>])[1](), await (stores[1] as [string, () => Promise<Made>])[1]()];
+        try {
+          let seq = 1n;
+          for (const m of [mem, red]) await m.store.record(snapshot(10n * C, seq));
+          for (const o of list) {
+            const answers = [];
+            for (const m of [mem, red]) {
+              if (o.op === 'admit') {
+                const key = { hash: KEY, period: DAY, includeByok: false, limit: 8n * C, amount: o.amount };
+                await m.store.record(keySnapshot(0n));
+                answers.push(await m.store.admit(req(`g${o.id}`, { key, balance: o.amount, budget: budget(o.amount) })));
+              } else if (o.op === 'settle') {
+                await m.store.settle(settle(`g${o.id}`, o.amount));
+              } else if (o.op === 'advance') {
+                m.clock.advance(o.ms);
+              } else {
+                await m.store.record({ ...snapshot(o.balance, seq + 1n), committed: [`g${o.id}`] });
+              }
+              answers.push(await m.store.view(A, { hash: KEY, periods: [DAY] }));
+            }
+            if (o.op === 'commit') seq += 1n;
+            expect(answers.slice(answers.length / 2)).toEqual(answers.slice(0, answers.length / 2));
+          }
+        } finally {
+          await mem.close();
+          await red.close();
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
 
 describe('expiry heap', () => {
   it('pops in deadline order whatever the push order', () => {

@@ -1,39 +1,70 @@
+import type { Clock } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
 import { ExpiryHeap } from './expiry-heap.js';
-import type { AcquireResult, HoldStore, HoldView } from './hold-store.js';
+import type { AccountSnapshot, AdmitRequest, AdmitResult, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
+import { budgetOf, keyPeriodUsage, keyUsed, moneyOf, type PendingCharge, type UsageField } from './money-view.js';
 
 interface Hold extends HoldView {
   version: number;
 }
 
+/** A scope's holds with their running total and a heap of deadlines (O(log n) a request). */
 interface Scope {
   total: Nano;
   holds: Map<string, Hold>;
   expiries: ExpiryHeap;
 }
 
+interface AccountState {
+  account: AccountSnapshot | undefined;
+  /** Key usage snapshots by `hash\u0000period`. */
+  keys: Map<string, UsageField>;
+  pending: Map<string, PendingCharge & { until: number }>;
+  scopes: Map<string, Scope>;
+}
+
+const BUDGET = 'b';
+const BALANCE = 'r';
+const keyScope = (hash: string) => `k:${hash}`;
+
 /**
- * Holds in this process: one node's limits, exact, with no round trip. Each scope keeps its running
- * total and a heap of deadlines, so a request costs O(log n) however many holds are settling.
+ * Holds and the money view in this process: one node's limits, exact, with no round trip. The same
+ * rules as the Redis store (see hold-store.ts), on this process's clock.
  */
 export class MemoryHoldStore implements HoldStore {
-  private readonly scopes = new Map<string, Scope>();
+  private readonly accounts = new Map<string, AccountState>();
   private version = 0;
 
-  /** The scope with every hold past its deadline dropped. */
-  private active(name: string, now: number): Scope | undefined {
-    const scope = this.scopes.get(name);
-    if (!scope) return undefined;
-    for (let e = scope.expiries.peek(); e && e.at <= now; e = scope.expiries.peek()) {
-      scope.expiries.pop();
-      const h = scope.holds.get(e.id);
-      if (h && h.version === e.version) this.drop(scope, e.id, h);
+  constructor(private readonly clock: Clock) {}
+
+  private state(accountId: string): AccountState {
+    let s = this.accounts.get(accountId);
+    if (!s) {
+      s = { account: undefined, keys: new Map(), pending: new Map(), scopes: new Map() };
+      this.accounts.set(accountId, s);
     }
-    if (scope.holds.size === 0) {
-      this.scopes.delete(name);
-      return undefined;
+    return s;
+  }
+
+  /** The account's state with every lapsed hold and pending charge dropped. */
+  private live(accountId: string, now: number): AccountState {
+    const s = this.state(accountId);
+    for (const [id, p] of s.pending) {
+      if (p.until > now) continue;
+      // Its process died before the charge was recorded here: the ledger may have it or not; reload.
+      s.pending.delete(id);
+      s.account = undefined;
+      s.keys.clear();
     }
-    return scope;
+    for (const [name, scope] of s.scopes) {
+      for (let e = scope.expiries.peek(); e && e.at <= now; e = scope.expiries.peek()) {
+        scope.expiries.pop();
+        const h = scope.holds.get(e.id);
+        if (h && h.version === e.version) this.drop(scope, e.id, h);
+      }
+      if (scope.holds.size === 0) s.scopes.delete(name);
+    }
+    return s;
   }
 
   private drop(scope: Scope, id: string, h: Hold): void {
@@ -41,20 +72,12 @@ export class MemoryHoldStore implements HoldStore {
     scope.total -= h.amount;
   }
 
-  /** After a hold left early: forget an empty scope, and rebuild a heap mostly made of stale entries. */
-  private tidy(name: string, scope: Scope): void {
-    if (scope.holds.size === 0) {
-      this.scopes.delete(name);
-      return;
+  private put(s: AccountState, name: string, id: string, amount: Nano, until: number, settling: boolean): void {
+    let scope = s.scopes.get(name);
+    if (!scope) {
+      scope = { total: 0n, holds: new Map(), expiries: new ExpiryHeap() };
+      s.scopes.set(name, scope);
     }
-    if (scope.expiries.size > 2 * scope.holds.size + 64) {
-      const fresh = new ExpiryHeap();
-      for (const [id, h] of scope.holds) fresh.push({ at: h.until, id, version: h.version });
-      scope.expiries = fresh;
-    }
-  }
-
-  private put(scope: Scope, id: string, amount: Nano, until: number, settling: boolean): void {
     const old = scope.holds.get(id);
     if (old) this.drop(scope, id, old);
     const version = ++this.version;
@@ -63,58 +86,114 @@ export class MemoryHoldStore implements HoldStore {
     scope.expiries.push({ at: until, id, version });
   }
 
-  async acquire(scope: string, id: string, amount: Nano, limit: Nano | null, now: number, until: number): Promise<AcquireResult> {
-    let s = this.active(scope, now);
-    const held = s?.total ?? 0n;
-    if (limit !== null && held + amount > limit) return { ok: false, held, holds: s ? views(s) : [] };
-    if (!s) {
-      s = { total: 0n, holds: new Map(), expiries: new ExpiryHeap() };
-      this.scopes.set(scope, s);
+  private remove(s: AccountState, name: string, id: string): Hold | undefined {
+    const scope = s.scopes.get(name);
+    const h = scope?.holds.get(id);
+    if (!scope || !h) return undefined;
+    this.drop(scope, id, h);
+    if (scope.holds.size === 0) s.scopes.delete(name);
+    else if (scope.expiries.size > 2 * scope.holds.size + 64) {
+      const fresh = new ExpiryHeap();
+      for (const [hid, hold] of scope.holds) fresh.push({ at: hold.until, id: hid, version: hold.version });
+      scope.expiries = fresh;
     }
-    this.put(s, id, amount, until, false);
-    return { ok: true, held: held + amount };
+    return h;
   }
 
-  async settle(scope: string, id: string, amount: Nano, until: number): Promise<void> {
-    const s = this.scopes.get(scope);
-    const h = s?.holds.get(id);
-    if (!s || !h) return;
-    if (amount <= 0n) this.drop(s, id, h);
-    else this.put(s, id, amount, until, true);
-    this.tidy(scope, s);
+  private held(s: AccountState, name: string): Nano {
+    return s.scopes.get(name)?.total ?? 0n;
   }
 
-  async renew(scope: string, id: string, now: number, until: number): Promise<boolean> {
-    const s = this.active(scope, now);
-    const h = s?.holds.get(id);
-    if (!s || !h || h.settling) return false;
-    this.put(s, id, h.amount, Math.max(h.until, until), false);
-    return true;
+  async admit(req: AdmitRequest): Promise<AdmitResult> {
+    const now = this.clock.now();
+    const s = this.live(req.accountId, now);
+    const keyField = req.key ? s.keys.get(`${req.key.hash}\u0000${req.key.period}`) : undefined;
+    if (!s.account || (req.key && !keyField)) return { ok: false, refused: 'snapshot', account: !s.account, key: req.key !== undefined && !keyField };
+    const { balance } = moneyOf(s.account, s.pending.values());
+    if (req.refuseNegative && balance < 0n) return { ok: false, refused: 'negative', balance };
+    if (req.key && keyField) {
+      const used = keyUsed(keyField, req.key, s.pending.values());
+      const held = this.held(s, keyScope(req.key.hash));
+      if (used + held + req.key.amount > req.key.limit) return { ok: false, refused: 'key', used, held };
+    }
+    if (req.balance !== undefined) {
+      const held = this.held(s, BALANCE);
+      const available = balance > 0n ? balance : 0n;
+      if (held + req.balance > available) return { ok: false, refused: 'balance', balance, held };
+    }
+    const budget = req.budget ? budgetOf(req.budget, balance) : undefined;
+    if (req.budget && budget !== undefined) {
+      if (req.budget.amount > budget) return { ok: false, refused: 'weight', budget };
+      const held = this.held(s, BUDGET);
+      if (held + req.budget.amount > budget) {
+        const holds = [...(s.scopes.get(BUDGET)?.holds.values() ?? [])].map((h) => ({ amount: h.amount, until: h.until, settling: h.settling }));
+        return { ok: false, refused: 'budget', budget, held, holds, now };
+      }
+    }
+    const until = now + req.leaseMs;
+    if (req.key) this.put(s, keyScope(req.key.hash), req.id, req.key.amount, until, false);
+    if (req.balance !== undefined) this.put(s, BALANCE, req.id, req.balance, until, false);
+    if (req.budget && budget !== undefined) this.put(s, BUDGET, req.id, req.budget.amount, until, false);
+    return { ok: true, now, balance };
   }
 
-  async release(scope: string, id: string): Promise<void> {
-    const s = this.scopes.get(scope);
-    const h = s?.holds.get(id);
-    if (s && h) {
-      this.drop(s, id, h);
-      this.tidy(scope, s);
+  async settle(req: SettleRequest): Promise<void> {
+    const now = this.clock.now();
+    const s = this.live(req.accountId, now);
+    const hadBudget = this.remove(s, BUDGET, req.id) !== undefined;
+    if (hadBudget && req.cost > 0n) this.put(s, BUDGET, req.id, req.cost, now + req.windowMs, true);
+    this.remove(s, BALANCE, req.id);
+    this.remove(s, keyScope(req.keyHash), req.id);
+    if (req.cost > 0n || req.byokUsage > 0n) {
+      s.pending.set(req.id, { cost: req.cost, byokUsage: req.byokUsage, keyHash: req.keyHash, periods: req.periods, until: now + req.leaseMs });
     }
   }
 
-  async held(scope: string, now: number): Promise<Nano> {
-    return this.active(scope, now)?.total ?? 0n;
+  async renew(accountId: string, id: string, leaseMs: number): Promise<void> {
+    const now = this.clock.now();
+    const s = this.live(accountId, now);
+    const until = now + leaseMs;
+    for (const [name, scope] of s.scopes) {
+      const h = scope.holds.get(id);
+      if (h && !h.settling && h.until < until) this.put(s, name, id, h.amount, until, false);
+    }
+    const p = s.pending.get(id);
+    if (p && p.until < until) p.until = until;
   }
 
-  async list(scope: string, now: number): Promise<HoldView[]> {
-    const s = this.active(scope, now);
-    return s ? views(s) : [];
+  async record(update: LedgerUpdate): Promise<void> {
+    const s = this.live(update.accountId, this.clock.now());
+    if (update.account && (!s.account || update.account.seq > s.account.seq)) s.account = { ...update.account };
+    for (const key of update.keys ?? []) {
+      for (const p of key.periods) {
+        const field = `${key.hash}\u0000${p.period}`;
+        const old = s.keys.get(field);
+        if (!old || p.seq > old.seq) s.keys.set(field, { seq: p.seq, usage: p.usage, byokUsage: p.byokUsage });
+      }
+    }
+    for (const id of update.committed ?? []) s.pending.delete(id);
+  }
+
+  async view(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<MoneyView | undefined> {
+    const s = this.live(accountId, this.clock.now());
+    if (!s.account) return undefined;
+    const { balance, totalUsage } = moneyOf(s.account, s.pending.values());
+    let keyUsage: MoneyView['keyUsage'];
+    if (key) {
+      keyUsage = new Map();
+      for (const period of key.periods) {
+        const field = s.keys.get(`${key.hash}\u0000${period}`);
+        if (!field) {
+          keyUsage = undefined;
+          break;
+        }
+        keyUsage.set(period, keyPeriodUsage(field, key.hash, period, s.pending.values()));
+      }
+    }
+    return { balance, totalUsage, keyUsage, budgetHeld: this.held(s, BUDGET) };
   }
 
   async close(): Promise<void> {
-    this.scopes.clear();
+    this.accounts.clear();
   }
-}
-
-function views(s: Scope): HoldView[] {
-  return [...s.holds.values()].map((h) => ({ amount: h.amount, until: h.until, settling: h.settling }));
 }

@@ -1,0 +1,320 @@
+/**
+ * The Redis hold store's Lua scripts. Every script works on one account's five keys (KEYS, all with
+ * the account's hash tag, so they sit in one Redis Cluster slot):
+ *   KEYS[1] s  HASH snapshots: `a` → "seq balHi balLo usageHi usageLo"; `k|HASH|PERIOD` → "seq uHi uLo bHi bLo"
+ *   KEYS[2] h  HASH holds: `SCOPE|ID` → "hi lo until settling"
+ *   KEYS[3] t  HASH totals: `SCOPE` → "hi lo"
+ *   KEYS[4] p  HASH pending charges: `ID` → "costHi costLo byokHi byokLo KEYHASH DAY WEEK MONTH until"
+ *   KEYS[5] z  ZSET deadlines: `h|SCOPE|ID` and `p|ID`, scored by until (ms)
+ * Scopes: `b` the in-flight budget, `r` running holds on the balance, `k:HASH` running holds on a key.
+ *
+ * Money never passes through a Lua number whole: an amount is split into (hi, lo) = (⌊n / 10⁹⌋,
+ * n mod 10⁹), both exact in a double for any balance the ledger allows, and every sum and comparison
+ * is done on the pair. ARGV[1] is the time in ms, or '' for Redis's own clock (TIME): one clock for
+ * every process.
+ */
+const COMMON = `
+local B = 1000000000
+local KS, KH, KT, KP, KZ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local function fmt(x) return string.format('%.0f', x) end
+local function norm(hi, lo)
+  local c = math.floor(lo / B)
+  return hi + c, lo - c * B
+end
+local function add(ah, al, bh, bl) return norm(ah + bh, al + bl) end
+local function sub(ah, al, bh, bl) return norm(ah - bh, al - bl) end
+local function lt(ah, al, bh, bl) return ah < bh or (ah == bh and al < bl) end
+local function split(s)
+  local t = {}
+  for w in string.gmatch(s, '%S+') do t[#t + 1] = w end
+  return t
+end
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+local function total(scope)
+  local v = redis.call('HGET', KT, scope)
+  if not v then return 0, 0 end
+  local t = split(v)
+  return tonumber(t[1]), tonumber(t[2])
+end
+local function set_total(scope, hi, lo)
+  if hi == 0 and lo == 0 then redis.call('HDEL', KT, scope) else redis.call('HSET', KT, scope, fmt(hi) .. ' ' .. fmt(lo)) end
+end
+local function drop_hold(scope, id)
+  local f = scope .. '|' .. id
+  local v = redis.call('HGET', KH, f)
+  if not v then return nil end
+  local t = split(v)
+  local th, tl = total(scope)
+  th, tl = sub(th, tl, tonumber(t[1]), tonumber(t[2]))
+  set_total(scope, th, tl)
+  redis.call('HDEL', KH, f)
+  redis.call('ZREM', KZ, 'h|' .. f)
+  return t
+end
+local function put_hold(scope, id, hi, lo, untilMs, settling)
+  drop_hold(scope, id)
+  local f = scope .. '|' .. id
+  redis.call('HSET', KH, f, fmt(hi) .. ' ' .. fmt(lo) .. ' ' .. fmt(untilMs) .. ' ' .. settling)
+  redis.call('ZADD', KZ, untilMs, 'h|' .. f)
+  local th, tl = total(scope)
+  th, tl = add(th, tl, hi, lo)
+  set_total(scope, th, tl)
+end
+-- Drops what lapsed by now; a lapsed pending charge drops the snapshots (reload from the ledger).
+local function purge()
+  local gone = redis.call('ZRANGEBYSCORE', KZ, '-inf', now)
+  for _, m in ipairs(gone) do
+    if string.sub(m, 1, 2) == 'p|' then
+      redis.call('HDEL', KP, string.sub(m, 3))
+      redis.call('DEL', KS)
+      redis.call('ZREM', KZ, m)
+    else
+      local f = string.sub(m, 3)
+      local bar = string.find(f, '|', 1, true)
+      drop_hold(string.sub(f, 1, bar - 1), string.sub(f, bar + 1))
+      redis.call('ZREM', KZ, m)
+    end
+  end
+end
+local function pendings()
+  local raw = redis.call('HGETALL', KP)
+  local out = {}
+  for i = 1, #raw, 2 do
+    local t = split(raw[i + 1])
+    out[#out + 1] = { ch = tonumber(t[1]), cl = tonumber(t[2]), bh = tonumber(t[3]), bl = tonumber(t[4]), key = t[5], d = t[6], w = t[7], m = t[8] }
+  end
+  return out
+end
+local function counts_in(p, period)
+  return period == 'all' or p.d == period or p.w == period or p.m == period
+end
+-- The account's balance and total usage: snapshot less pending; nil without a snapshot.
+local function money(pend)
+  local a = redis.call('HGET', KS, 'a')
+  if not a then return nil end
+  local t = split(a)
+  local bh, bl, uh, ul = tonumber(t[2]), tonumber(t[3]), tonumber(t[4]), tonumber(t[5])
+  for _, p in ipairs(pend) do
+    bh, bl = sub(bh, bl, p.ch, p.cl)
+    uh, ul = add(uh, ul, p.ch, p.cl)
+  end
+  return bh, bl, uh, ul
+end
+-- A key's usage and BYOK usage in a period: snapshot plus pending; nil without a snapshot of it.
+local function key_usage(hash, period, pend)
+  local v = redis.call('HGET', KS, 'k|' .. hash .. '|' .. period)
+  if not v then return nil end
+  local t = split(v)
+  local uh, ul, bh, bl = tonumber(t[2]), tonumber(t[3]), tonumber(t[4]), tonumber(t[5])
+  for _, p in ipairs(pend) do
+    if p.key == hash and counts_in(p, period) then
+      uh, ul = add(uh, ul, p.ch, p.cl)
+      bh, bl = add(bh, bl, p.bh, p.bl)
+    end
+  end
+  return uh, ul, bh, bl
+end
+local function touch()
+  for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], 86400000) end
+end
+`;
+
+/**
+ * ARGV: now, id, leaseMs, refuseNegative (0/1),
+ *   keyHash ('' for none), keyPeriod, includeByok (0/1), limitHi, limitLo, amountHi, amountLo,
+ *   balance ('' for none, else 1), amountHi, amountLo,
+ *   budget ('' for none, else 1), amountHi, amountLo, thresholdHi, thresholdLo, fractionPpm, ceilingHi, ceilingLo.
+ * Answers (all strings): {'ok', now, balHi, balLo, budget hold taken 0/1} | {'snapshot', account 0/1, key 0/1} |
+ * {'negative', balHi, balLo} | {'key', usedHi, usedLo, heldHi, heldLo} | {'balance', balHi, balLo,
+ * heldHi, heldLo} | {'weight', budgetHi, budgetLo} | {'budget', budgetHi, budgetLo, heldHi, heldLo, now,
+ * then per hold: hi, lo, until, settling}.
+ */
+export const ADMIT = `${COMMON}
+purge()
+local id, lease = ARGV[2], tonumber(ARGV[3])
+local pend = pendings()
+local bh, bl = money(pend)
+local keyHash, keyPeriod = ARGV[5], ARGV[6]
+local kuh, kul, kbh, kbl
+if keyHash ~= '' then kuh, kul, kbh, kbl = key_usage(keyHash, keyPeriod, pend) end
+if bh == nil or (keyHash ~= '' and kuh == nil) then
+  return { 'snapshot', bh == nil and '1' or '0', (keyHash ~= '' and kuh == nil) and '1' or '0' }
+end
+if ARGV[4] == '1' and bh < 0 then return { 'negative', fmt(bh), fmt(bl) } end
+if keyHash ~= '' then
+  local uh, ul = kuh, kul
+  if ARGV[7] == '1' then uh, ul = add(uh, ul, kbh, kbl) end
+  local hh, hl = total('k:' .. keyHash)
+  local nh, nl = add(uh, ul, hh, hl)
+  nh, nl = add(nh, nl, tonumber(ARGV[10]), tonumber(ARGV[11]))
+  if lt(tonumber(ARGV[8]), tonumber(ARGV[9]), nh, nl) then return { 'key', fmt(uh), fmt(ul), fmt(hh), fmt(hl) } end
+end
+if ARGV[12] ~= '' then
+  local hh, hl = total('r')
+  local nh, nl = add(hh, hl, tonumber(ARGV[13]), tonumber(ARGV[14]))
+  local ah, al = bh, bl
+  if ah < 0 then ah, al = 0, 0 end
+  if lt(ah, al, nh, nl) then return { 'balance', fmt(bh), fmt(bl), fmt(hh), fmt(hl) } end
+end
+local budgetHi, budgetLo
+if ARGV[15] ~= '' and lt(bh, bl, tonumber(ARGV[18]), tonumber(ARGV[19])) then
+  if bh < 0 or (bh == 0 and bl == 0) then
+    budgetHi, budgetLo = 0, 0
+  else
+    local ppm = tonumber(ARGV[20])
+    local whole = bh * ppm
+    local sh = math.floor(whole / 1000000)
+    budgetHi, budgetLo = norm(sh, (whole - sh * 1000000) * 1000 + math.floor(bl * ppm / 1000000))
+    local ch, cl = tonumber(ARGV[21]), tonumber(ARGV[22])
+    if lt(ch, cl, budgetHi, budgetLo) then budgetHi, budgetLo = ch, cl end
+  end
+  local ah, al = tonumber(ARGV[16]), tonumber(ARGV[17])
+  if lt(budgetHi, budgetLo, ah, al) then return { 'weight', fmt(budgetHi), fmt(budgetLo) } end
+  local hh, hl = total('b')
+  local nh, nl = add(hh, hl, ah, al)
+  if lt(budgetHi, budgetLo, nh, nl) then
+    local out = { 'budget', fmt(budgetHi), fmt(budgetLo), fmt(hh), fmt(hl), fmt(now) }
+    local raw = redis.call('HGETALL', KH)
+    for i = 1, #raw, 2 do
+      if string.sub(raw[i], 1, 2) == 'b|' then
+        local t = split(raw[i + 1])
+        out[#out + 1] = t[1]; out[#out + 1] = t[2]; out[#out + 1] = t[3]; out[#out + 1] = t[4]
+      end
+    end
+    return out
+  end
+end
+local untilMs = now + lease
+if keyHash ~= '' then put_hold('k:' .. keyHash, id, tonumber(ARGV[10]), tonumber(ARGV[11]), untilMs, '0') end
+if ARGV[12] ~= '' then put_hold('r', id, tonumber(ARGV[13]), tonumber(ARGV[14]), untilMs, '0') end
+if budgetHi ~= nil then put_hold('b', id, tonumber(ARGV[16]), tonumber(ARGV[17]), untilMs, '0') end
+touch()
+return { 'ok', fmt(now), fmt(bh), fmt(bl), budgetHi ~= nil and '1' or '0' }
+`;
+
+/**
+ * ARGV: now, id, costHi, costLo, byokHi, byokLo, keyHash, day, week, month, windowMs, leaseMs.
+ * The budget hold becomes the actual cost for the window; the running holds become a pending charge.
+ */
+export const SETTLE = `${COMMON}
+purge()
+local id, keyHash = ARGV[2], ARGV[7]
+local ch, cl, yh, yl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local costly = ch > 0 or cl > 0
+if drop_hold('b', id) and costly then put_hold('b', id, ch, cl, now + tonumber(ARGV[11]), '1') end
+drop_hold('r', id)
+drop_hold('k:' .. keyHash, id)
+if costly or yh > 0 or yl > 0 then
+  local untilMs = now + tonumber(ARGV[12])
+  redis.call('HSET', KP, id, table.concat({ ARGV[3], ARGV[4], ARGV[5], ARGV[6], keyHash, ARGV[8], ARGV[9], ARGV[10], fmt(untilMs) }, ' '))
+  redis.call('ZADD', KZ, untilMs, 'p|' .. id)
+end
+touch()
+return fmt(now)
+`;
+
+/** ARGV: now, id, keyHash, leaseMs. Extends the request's running holds and pending charge. */
+export const RENEW = `${COMMON}
+purge()
+local id = ARGV[2]
+local untilMs = now + tonumber(ARGV[4])
+for _, scope in ipairs({ 'b', 'r', 'k:' .. ARGV[3] }) do
+  local v = redis.call('HGET', KH, scope .. '|' .. id)
+  if v then
+    local t = split(v)
+    if t[4] == '0' and tonumber(t[3]) < untilMs then put_hold(scope, id, tonumber(t[1]), tonumber(t[2]), untilMs, '0') end
+  end
+end
+local p = redis.call('HGET', KP, id)
+if p then
+  local t = split(p)
+  if tonumber(t[9]) < untilMs then
+    t[9] = fmt(untilMs)
+    redis.call('HSET', KP, id, table.concat(t, ' '))
+    redis.call('ZADD', KZ, untilMs, 'p|' .. id)
+  end
+end
+touch()
+return fmt(now)
+`;
+
+/**
+ * ARGV: now, account ('' or "seq balHi balLo usageHi usageLo"), n, then n pairs ("HASH|PERIOD",
+ * "seq uHi uLo bHi bLo"), then the committed generation ids. Each snapshot is written only when newer.
+ */
+export const RECORD = `${COMMON}
+purge()
+local function newer(field, value)
+  local old = redis.call('HGET', KS, field)
+  if old and tonumber(split(old)[1]) >= tonumber(split(value)[1]) then return end
+  redis.call('HSET', KS, field, value)
+end
+if ARGV[2] ~= '' then newer('a', ARGV[2]) end
+local n = tonumber(ARGV[3])
+for i = 0, n - 1 do newer('k|' .. ARGV[4 + 2 * i], ARGV[5 + 2 * i]) end
+for i = 4 + 2 * n, #ARGV do
+  redis.call('HDEL', KP, ARGV[i])
+  redis.call('ZREM', KZ, 'p|' .. ARGV[i])
+end
+touch()
+return fmt(now)
+`;
+
+/**
+ * ARGV: now, keyHash ('' for none), then periods. Answers {'none'} without an account snapshot, else
+ * {balHi, balLo, usageHi, usageLo, budgetHeldHi, budgetHeldLo, then per period: uHi, uLo, bHi, bLo or
+ * 'missing' four times}.
+ */
+export const VIEW = `${COMMON}
+purge()
+local pend = pendings()
+local bh, bl, uh, ul = money(pend)
+if bh == nil then return { 'none' } end
+local hh, hl = total('b')
+local out = { fmt(bh), fmt(bl), fmt(uh), fmt(ul), fmt(hh), fmt(hl) }
+for i = 3, #ARGV do
+  local kuh, kul, kbh, kbl = key_usage(ARGV[2], ARGV[i], pend)
+  if kuh == nil then
+    for _ = 1, 4 do out[#out + 1] = 'missing' end
+  else
+    out[#out + 1] = fmt(kuh); out[#out + 1] = fmt(kul); out[#out + 1] = fmt(kbh); out[#out + 1] = fmt(kbl)
+  end
+end
+return out
+`;
+
+/**
+ * ARGV: now, id, keyHash, budget hold, balance hold, key hold (each '' or "hi lo until settling"),
+ * pending ('' or "costHi costLo byokHi byokLo DAY WEEK MONTH until"). Puts the request's state as its
+ * process knows it (after Redis lost it, or after a write that may not have landed); idempotent.
+ */
+export const PUT = `${COMMON}
+purge()
+local id, keyHash = ARGV[2], ARGV[3]
+local scopes = { 'b', 'r', 'k:' .. keyHash }
+for i = 1, 3 do
+  drop_hold(scopes[i], id)
+  local v = ARGV[3 + i]
+  if v ~= '' then
+    local t = split(v)
+    if tonumber(t[3]) > now then put_hold(scopes[i], id, tonumber(t[1]), tonumber(t[2]), tonumber(t[3]), t[4]) end
+  end
+end
+redis.call('HDEL', KP, id)
+redis.call('ZREM', KZ, 'p|' .. id)
+if ARGV[7] ~= '' then
+  local t = split(ARGV[7])
+  if tonumber(t[8]) > now then
+    redis.call('HSET', KP, id, table.concat({ t[1], t[2], t[3], t[4], keyHash, t[5], t[6], t[7], t[8] }, ' '))
+    redis.call('ZADD', KZ, tonumber(t[8]), 'p|' .. id)
+  end
+end
+touch()
+return fmt(now)
+`;

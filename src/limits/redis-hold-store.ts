@@ -1,0 +1,320 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Clock } from '../clock.js';
+import type { Nano } from '../ledger/money.js';
+import type { AdmitRequest, AdmitResult, ChargePeriods, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
+import { withinDeadline } from './limits-unavailable.js';
+import { ADMIT, PUT, RECORD, RENEW, SETTLE, VIEW } from './redis-hold-scripts.js';
+
+const BASE = 1_000_000_000n;
+
+/** An amount as the (hi, lo) pair the scripts take: ⌊n / 10⁹⌋ and n mod 10⁹ (lo never negative). */
+function parts(n: Nano): [string, string] {
+  let hi = n / BASE;
+  let lo = n % BASE;
+  if (lo < 0n) {
+    hi -= 1n;
+    lo += BASE;
+  }
+  return [hi.toString(), lo.toString()];
+}
+
+const whole = (hi: string, lo: string): Nano => BigInt(hi) * BASE + BigInt(lo);
+
+interface MirrorHold {
+  amount: Nano;
+  until: number;
+  settling: boolean;
+}
+
+/** What this process knows of one request's state in Redis: enough to put it back. */
+interface Mirrored {
+  accountId: string;
+  keyHash: string;
+  b?: MirrorHold | undefined;
+  r?: MirrorHold | undefined;
+  k?: MirrorHold | undefined;
+  pending?: { cost: Nano; byokUsage: Nano; periods: ChargePeriods; until: number } | undefined;
+}
+
+type Script = (...keysAndArgs: string[]) => Promise<unknown>;
+interface Scripts {
+  tollgateAdmit: Script;
+  tollgateSettle: Script;
+  tollgateRenew: Script;
+  tollgateRecord: Script;
+  tollgateView: Script;
+  tollgatePut: Script;
+}
+
+export interface RedisHoldStoreOptions {
+  /** Prepended to every key, so that several gateways (or tests) can share one Redis. */
+  prefix?: string;
+  /** How long admission waits for Redis before it fails closed (503 limits_unavailable). */
+  timeoutMs?: number;
+  /** How often the store checks that Redis still has its state and writes what did not land (0: never, for tests). */
+  syncEveryMs?: number;
+  /** Tests: time from this clock instead of Redis's TIME. */
+  clock?: Clock;
+  /** Told when a background write fails (it is retried). */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * Holds and the money view in Redis (see hold-store.ts for the rules): every gateway process on one
+ * Redis admits against one view, each check-and-update one Lua script (redis-hold-scripts.ts) on the
+ * account's keys, which share a hash tag and so one Redis Cluster slot. Time is Redis's own.
+ *
+ * The store keeps a mirror of this process's running and settling holds and pending charges: a write
+ * that failed is written again from it, and when Redis comes back empty (its restart lost them) the
+ * whole mirror is put back, within `syncEveryMs`. Admission fails closed when Redis does not answer
+ * within `timeoutMs`; settling, renewing and recording never throw (they are retried).
+ */
+export class RedisHoldStore implements HoldStore {
+  private readonly redis: Redis & Scripts;
+  private readonly prefix: string;
+  private readonly timeoutMs: number;
+  private readonly mirror = new Map<string, Mirrored>();
+  private readonly dirty = new Set<string>();
+  private readonly unrecorded: LedgerUpdate[] = [];
+  /** Redis's clock less this process's, as last seen. */
+  private offset = 0;
+  private readonly alive: string;
+  private timer: NodeJS.Timeout | undefined;
+  private syncing: Promise<void> | undefined;
+
+  constructor(
+    redis: Redis,
+    private readonly options: RedisHoldStoreOptions = {},
+  ) {
+    this.prefix = options.prefix ?? 'tollgate:';
+    this.timeoutMs = options.timeoutMs ?? 2000;
+    this.alive = `${this.prefix}alive:${randomUUID()}`;
+    const scripts: Array<[keyof Scripts, string]> = [
+      ['tollgateAdmit', ADMIT],
+      ['tollgateSettle', SETTLE],
+      ['tollgateRenew', RENEW],
+      ['tollgateRecord', RECORD],
+      ['tollgateView', VIEW],
+      ['tollgatePut', PUT],
+    ];
+    for (const [name, lua] of scripts) if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: 5, lua });
+    this.redis = redis as Redis & Scripts;
+    const every = options.syncEveryMs ?? 1000;
+    if (every > 0) {
+      this.timer = setInterval(() => void this.sync(), every);
+      this.timer.unref();
+    }
+  }
+
+  private keys(accountId: string): string[] {
+    const tag = `${this.prefix}{${accountId}}:`;
+    return [`${tag}s`, `${tag}h`, `${tag}t`, `${tag}p`, `${tag}z`];
+  }
+
+  private now(): string {
+    return this.options.clock ? String(this.options.clock.now()) : '';
+  }
+
+  /** Redis's time as this process estimates it. */
+  private estimatedNow(): number {
+    return this.options.clock ? this.options.clock.now() : Date.now() + this.offset;
+  }
+
+  private saw(storeNow: number): void {
+    if (!this.options.clock) this.offset = storeNow - Date.now();
+  }
+
+  private call(script: keyof Scripts, accountId: string, args: string[]): Promise<unknown> {
+    return this.redis[script](...this.keys(accountId), this.now(), ...args);
+  }
+
+  async admit(req: AdmitRequest): Promise<AdmitResult> {
+    const args = [req.id, String(req.leaseMs), req.refuseNegative ? '1' : '0'];
+    if (req.key) args.push(req.key.hash, req.key.period, req.key.includeByok ? '1' : '0', ...parts(req.key.limit), ...parts(req.key.amount));
+    else args.push('', '', '0', '0', '0', '0', '0');
+    args.push(...(req.balance === undefined ? ['', '0', '0'] : ['1', ...parts(req.balance)]));
+    const b = req.budget;
+    args.push(...(b ? ['1', ...parts(b.amount), ...parts(b.threshold), b.fractionPpm.toString(), ...parts(b.ceiling)] : ['', '0', '0', '0', '0', '0', '0', '0']));
+    let r: string[];
+    try {
+      r = (await withinDeadline(this.timeoutMs, () => this.call('tollgateAdmit', req.accountId, args))) as string[];
+    } catch (err) {
+      // The holds may have been taken: forget them here, and take them back from Redis when it answers.
+      if (!this.mirror.has(req.id)) this.mirror.set(req.id, { accountId: req.accountId, keyHash: req.key?.hash ?? '' });
+      this.dirty.add(req.id);
+      throw err;
+    }
+    const a = (i: number) => r[i] as string;
+    switch (a(0)) {
+      case 'ok': {
+        const now = Number(a(1));
+        this.saw(now);
+        const until = now + req.leaseMs;
+        const hold = (amount: Nano): MirrorHold => ({ amount, until, settling: false });
+        this.mirror.set(req.id, {
+          accountId: req.accountId,
+          keyHash: req.key?.hash ?? '',
+          k: req.key ? hold(req.key.amount) : undefined,
+          r: req.balance === undefined ? undefined : hold(req.balance),
+          b: b && a(4) === '1' ? hold(b.amount) : undefined,
+        });
+        return { ok: true, now, balance: whole(a(2), a(3)) };
+      }
+      case 'snapshot':
+        return { ok: false, refused: 'snapshot', account: a(1) === '1', key: a(2) === '1' };
+      case 'negative':
+        return { ok: false, refused: 'negative', balance: whole(a(1), a(2)) };
+      case 'key':
+        return { ok: false, refused: 'key', used: whole(a(1), a(2)), held: whole(a(3), a(4)) };
+      case 'balance':
+        return { ok: false, refused: 'balance', balance: whole(a(1), a(2)), held: whole(a(3), a(4)) };
+      case 'weight':
+        return { ok: false, refused: 'weight', budget: whole(a(1), a(2)) };
+      default: {
+        const holds: HoldView[] = [];
+        for (let i = 6; i + 3 < r.length; i += 4) holds.push({ amount: whole(a(i), a(i + 1)), until: Number(a(i + 2)), settling: a(i + 3) === '1' });
+        return { ok: false, refused: 'budget', budget: whole(a(1), a(2)), held: whole(a(3), a(4)), holds, now: Number(a(5)) };
+      }
+    }
+  }
+
+  async settle(req: SettleRequest): Promise<void> {
+    const m = this.mirror.get(req.id) ?? { accountId: req.accountId, keyHash: req.keyHash };
+    const apply = (now: number) => {
+      m.keyHash = req.keyHash;
+      m.b = m.b && req.cost > 0n ? { amount: req.cost, until: now + req.windowMs, settling: true } : undefined;
+      m.r = undefined;
+      m.k = undefined;
+      m.pending =
+        req.cost > 0n || req.byokUsage > 0n ? { cost: req.cost, byokUsage: req.byokUsage, periods: req.periods, until: now + req.leaseMs } : undefined;
+      this.keep(req.id, m);
+    };
+    const args = [req.id, ...parts(req.cost), ...parts(req.byokUsage), req.keyHash, req.periods.daily, req.periods.weekly, req.periods.monthly];
+    args.push(String(req.windowMs), String(req.leaseMs));
+    try {
+      const now = Number(await withinDeadline(this.timeoutMs, () => this.call('tollgateSettle', req.accountId, args)));
+      this.saw(now);
+      apply(now);
+    } catch (err) {
+      apply(this.estimatedNow());
+      this.dirty.add(req.id);
+      this.options.onError?.(err);
+    }
+  }
+
+  async renew(accountId: string, id: string, leaseMs: number): Promise<void> {
+    const m = this.mirror.get(id);
+    const apply = (now: number) => {
+      if (!m) return;
+      for (const h of [m.b, m.r, m.k]) if (h && !h.settling) h.until = Math.max(h.until, now + leaseMs);
+      if (m.pending) m.pending.until = Math.max(m.pending.until, now + leaseMs);
+    };
+    try {
+      const now = Number(await withinDeadline(this.timeoutMs, () => this.call('tollgateRenew', accountId, [id, m?.keyHash ?? '', String(leaseMs)])));
+      this.saw(now);
+      apply(now);
+    } catch (err) {
+      apply(this.estimatedNow());
+      if (m) this.dirty.add(id);
+      this.options.onError?.(err);
+    }
+  }
+
+  async record(update: LedgerUpdate): Promise<void> {
+    for (const id of update.committed ?? []) {
+      const m = this.mirror.get(id);
+      if (!m) continue;
+      m.pending = undefined;
+      this.keep(id, m);
+    }
+    try {
+      await this.write(update);
+    } catch (err) {
+      this.unrecorded.push(update);
+      this.options.onError?.(err);
+    }
+  }
+
+  private async write(update: LedgerUpdate): Promise<void> {
+    const a = update.account;
+    const args = [a ? [a.seq.toString(), ...parts(a.balance), ...parts(a.totalUsage)].join(' ') : ''];
+    const fields: string[] = [];
+    for (const key of update.keys ?? []) {
+      for (const p of key.periods) fields.push(`${key.hash}|${p.period}`, [p.seq.toString(), ...parts(p.usage), ...parts(p.byokUsage)].join(' '));
+    }
+    args.push(String(fields.length / 2), ...fields, ...(update.committed ?? []));
+    await withinDeadline(this.timeoutMs, () => this.call('tollgateRecord', update.accountId, args));
+  }
+
+  async view(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<MoneyView | undefined> {
+    const r = (await withinDeadline(this.timeoutMs, () => this.call('tollgateView', accountId, [key?.hash ?? '', ...(key?.periods ?? [])]))) as string[];
+    const a = (i: number) => r[i] as string;
+    if (a(0) === 'none') return undefined;
+    let keyUsage: MoneyView['keyUsage'];
+    if (key) {
+      keyUsage = new Map();
+      for (let i = 0; i < key.periods.length; i++) {
+        const at = 6 + 4 * i;
+        if (a(at) === 'missing') {
+          keyUsage = undefined;
+          break;
+        }
+        keyUsage.set(key.periods[i] as string, { usage: whole(a(at), a(at + 1)), byokUsage: whole(a(at + 2), a(at + 3)) });
+      }
+    }
+    return { balance: whole(a(0), a(1)), totalUsage: whole(a(2), a(3)), keyUsage, budgetHeld: whole(a(4), a(5)) };
+  }
+
+  /** Keeps a request in the mirror while it has anything in Redis. */
+  private keep(id: string, m: Mirrored): void {
+    if (m.b || m.r || m.k || m.pending) this.mirror.set(id, m);
+    else this.mirror.delete(id);
+  }
+
+  /**
+   * Once a tick: when Redis lost this process's state (restarted empty), puts the whole mirror back;
+   * writes again whatever did not land; forgets what lapsed. Exposed for tests.
+   */
+  sync(): Promise<void> {
+    this.syncing ??= this.syncOnce().finally(() => (this.syncing = undefined));
+    return this.syncing;
+  }
+
+  private async syncOnce(): Promise<void> {
+    try {
+      const kept = await withinDeadline(this.timeoutMs, () => this.redis.set(this.alive, '1', 'PX', 30_000, 'XX'));
+      if (kept === null) {
+        // First tick, or Redis lost what it had: everything this process holds goes back.
+        for (const id of this.mirror.keys()) this.dirty.add(id);
+        await withinDeadline(this.timeoutMs, () => this.redis.set(this.alive, '1', 'PX', 30_000));
+      }
+      for (const id of [...this.dirty]) {
+        const m = this.mirror.get(id);
+        const hold = (h: MirrorHold | undefined) => (h ? [...parts(h.amount), String(h.until), h.settling ? '1' : '0'].join(' ') : '');
+        const p = m?.pending;
+        const pending = p ? [...parts(p.cost), ...parts(p.byokUsage), p.periods.daily, p.periods.weekly, p.periods.monthly, String(p.until)].join(' ') : '';
+        if (m) await withinDeadline(this.timeoutMs, () => this.call('tollgatePut', m.accountId, [id, m.keyHash, hold(m.b), hold(m.r), hold(m.k), pending]));
+        this.dirty.delete(id);
+      }
+      while (this.unrecorded.length > 0) {
+        await this.write(this.unrecorded[0] as LedgerUpdate);
+        this.unrecorded.shift();
+      }
+    } catch (err) {
+      this.options.onError?.(err);
+    }
+    const now = this.estimatedNow();
+    for (const [id, m] of this.mirror) {
+      const lapsed = (h: { until: number } | undefined) => h === undefined || h.until <= now;
+      if (lapsed(m.b) && lapsed(m.r) && lapsed(m.k) && lapsed(m.pending)) this.mirror.delete(id);
+    }
+  }
+
+  /** Stops the background sync; the client belongs to main.ts, which closes it. */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.syncing;
+  }
+}
