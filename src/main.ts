@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Agent } from 'undici';
+import { Redis } from 'ioredis';
+import { AccountMoney } from './admission/account-money.js';
 import { Admission } from './admission/admission.js';
 import { DdosGuard } from './admission/ddos-guard.js';
 import { FreeModelLimits } from './admission/free-limits.js';
@@ -12,10 +14,14 @@ import { Inflight } from './http/inflight.js';
 import { openDatabase } from './ledger/database.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
 import { toChargeRecord, UNWRITTEN_CHARGE } from './ledger/charge-record.js';
-import type { Charge, Ledger } from './ledger/ledger.js';
+import type { Charge, Ledger, LedgerUpdate } from './ledger/ledger.js';
 import { migrateToLatest } from './ledger/migrations.js';
 import { MemoryCounterStore } from './limits/memory-counter-store.js';
+import type { CounterStore } from './limits/counter-store.js';
+import type { HoldStore } from './limits/hold-store.js';
 import { MemoryHoldStore } from './limits/memory-hold-store.js';
+import { RedisCounterStore } from './limits/redis-counter-store.js';
+import { RedisHoldStore } from './limits/redis-hold-store.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { WebSearch } from './plugins/web-search.js';
 import { DemoProvider } from './providers/demo/demo-provider.js';
@@ -59,6 +65,31 @@ async function settingOrCreate(ledger: Ledger, name: string, make: () => string)
   return { value, created: true };
 }
 
+/**
+ * The Redis client every limits store shares. A command that cannot be sent or answered fails fast
+ * (the stores fail closed on it); the client reconnects by itself, at most a second apart.
+ */
+function redisClient(url: string, logger: Logger): Redis {
+  const client = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    commandTimeout: 2000,
+    connectTimeout: 2000,
+    retryStrategy: (times) => Math.min(times * 100, 1000),
+    enableAutoPipelining: true,
+  });
+  let down = false;
+  client.on('error', (err: Error) => {
+    // The message names host and port, never the URL's password.
+    if (!down) logger.warn({ err: err.message }, 'Redis does not answer; requests that need limits get 503 until it does');
+    down = true;
+  });
+  client.on('ready', () => {
+    if (down) logger.info('Redis answers again');
+    down = false;
+  });
+  return client;
+}
+
 function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapter> {
   const providers = new Map<string, ProviderAdapter>();
   for (const p of config.providers) {
@@ -79,7 +110,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const logger = options.logger ?? createLogger(config.log_level);
   const db = openDatabase(config.database_url);
   await migrateToLatest(db);
+  const redis = config.redis_url ? redisClient(config.redis_url, logger) : undefined;
+  // The ledger tells the hold store what each commit did to money; the store is built below.
+  let recordCommit: (updates: LedgerUpdate[]) => void = () => undefined;
   const ledger = new KyselyLedger(db, {
+    onCommitted: (updates) => recordCommit(updates),
     onFlushError: (err) => logger.error({ err }, 'ledger write failed; charges kept in memory and retried'),
     onChargeRejected: (err, charge) => {
       logger.error({ err, generation: charge.id, account: charge.accountId }, 'the ledger refused one charge repeatedly; it was set aside');
@@ -99,11 +134,6 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   if (config.admin_token && config.admin_token.length < 16) {
     logger.warn('admin_token is shorter than 16 characters: anyone who can reach the admin API can guess it');
   }
-  if (config.redis_url) {
-    logger.warn(
-      'redis_url is set, but this version keeps limits (in-flight holds, rate-limit counters) in process: run a single instance, or several instances will each enforce their own limits',
-    );
-  }
 
   for (const p of config.providers) {
     if (p.type === 'openai' && !p.api_key) {
@@ -117,18 +147,22 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
-  const holds = new MemoryHoldStore();
-  const counters = new MemoryCounterStore();
+  const prefix = config.redis_key_prefix;
+  const onStoreError = (err: unknown) => logger.warn({ err: (err as Error).message }, 'limits store (Redis) write failed; it is retried');
+  const holds: HoldStore = redis ? new RedisHoldStore(redis, { prefix, onError: onStoreError }) : new MemoryHoldStore(clock);
+  const counters: CounterStore = redis ? new RedisCounterStore(redis, { prefix }) : new MemoryCounterStore();
+  recordCommit = (updates) => updates.forEach((u) => void holds.record(u));
+  const money = new AccountMoney(holds, ledger, clock);
   const freeLimits = new FreeModelLimits(counters, config, clock);
   const ddos = new DdosGuard(counters, config.limits.ddos.per_ip_per_second, clock);
   const cooldowns = new Cooldowns(clock, config.routing.max_cooldown_ms);
-  const admission = new Admission({ holds, ledger, clock, config });
+  const admission = new Admission({ holds, money, clock, config });
   const searchAgent = config.plugins.web ? new Agent({ keepAliveTimeout: 30_000 }) : undefined;
   const webSearch =
     config.plugins.web && searchAgent
       ? new WebSearch({ searchUrl: config.plugins.web.search_url, maxResults: config.plugins.web.max_results, timeoutMs: 10_000, dispatcher: searchAgent })
       : undefined;
-  const admin = new AdminService(ledger, vault, clock, config, admission);
+  const admin = new AdminService(ledger, vault, clock, config, admission, money);
   const chat = new ChatService({ config, catalog, providers, ledger, vault, clock, admission, freeLimits, cooldowns, webSearch, logger });
   const inflight = new Inflight();
   const app = buildApp({
@@ -142,6 +176,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     adminToken: adminToken.value,
     inflight,
     ddos,
+    money,
+    readiness: [
+      { what: 'the ledger', reason: 'ledger_unavailable', check: () => ledger.ping() },
+      ...(redis ? [{ what: 'Redis', reason: 'limits_unavailable' as const, check: () => redis.ping() }] : []),
+    ],
     freeRequestsToday: (accountId) => freeLimits.usedToday(accountId),
   });
 
@@ -174,6 +213,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         unwritten = await ledger.close();
         await holds.close();
         await counters.close();
+        redis?.disconnect();
         await searchAgent?.close();
         await Promise.all([...providers.values()].map((p) => p.close().catch(() => undefined)));
       }

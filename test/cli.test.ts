@@ -72,7 +72,7 @@ describe('the tollgate command', () => {
   let accountId: string;
   let key: string;
 
-  it('admin verbs create an account, credits and a key in the ledger the config names', async () => {
+  it('admin verbs create an account, credits and a key in the ledger the config names', { timeout: 60_000 }, async () => {
     const account = await cli('accounts', 'create', '--name', 'cli', '--config', config);
     accountId = account.id;
     const credited = await cli('credits', 'add', accountId, '2.5', '--config', config);

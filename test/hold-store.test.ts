@@ -216,7 +216,7 @@ for (const [name, make] of stores) {
       it('Redis restarted empty: the process puts back its running and settling holds and pending charges', async () => {
         const m = await open();
         const { store } = m;
-        await store.sync?.();
+        await m.sync?.();
         await store.record(snapshot(10n * C));
         await store.admit(req('run', { balance: 2n * C, budget: budget(2n * C) }));
         await store.admit(req('done', { balance: 1n * C, budget: budget(1n * C) }));

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Admission, scopes } from '../src/admission/admission.js';
+import { AccountMoney } from '../src/admission/account-money.js';
+import { Admission } from '../src/admission/admission.js';
 import { inFlightBudget, inFlightRules } from '../src/admission/applicability.js';
 import type { Ticket } from '../src/admission/ticket.js';
 import { Settlement } from '../src/chat/settlement.js';
@@ -60,7 +61,7 @@ function slowReads(ledger: KyselyLedger, delays: () => number): KyselyLedger {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof value !== 'function') return value;
-      if (prop !== 'getAccount' && prop !== 'keyUsage') return (value as (...a: unknown[]) => unknown).bind(target);
+      if (prop !== 'getAccount' && prop !== 'keyUsage' && prop !== 'moneySnapshot') return (value as (...a: unknown[]) => unknown).bind(target);
       return async (...args: unknown[]) => {
         await yieldTurns();
         const r = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
@@ -82,10 +83,11 @@ describe('in-flight holds under random interleavings (property)', () => {
         async (initial, ops, turns) => {
           const db = openDatabase('sqlite::memory:');
           await migrateToLatest(db);
-          const ledger = slowReads(new KyselyLedger(db), () => turns.next().value as number);
-          const holds = new MemoryHoldStore();
           const clock = new ManualClock(Date.UTC(2026, 10, 18, 9));
-          const admission = new Admission({ holds, ledger, clock, config });
+          const holds = new MemoryHoldStore(clock);
+          const ledger = slowReads(new KyselyLedger(db, { onCommitted: (u) => u.forEach((x) => void holds.record(x)) }), () => turns.next().value as number);
+          const money = new AccountMoney(holds, ledger, clock);
+          const admission = new Admission({ holds, money, clock, config });
           const account = await ledger.createAccount({ name: 'p', type: 'prepaid', createdAt: clock.now(), freeModelLimitsExempt: false });
           const key = await ledger.createKey({
             hash: 'k',
@@ -118,30 +120,29 @@ describe('in-flight holds under random interleavings (property)', () => {
 
           /** As the chat pipeline does: read the account, then ask for admission. */
           const start = async (maxTokens: number, alone: boolean) => {
-            const readAt = ledger.version;
-            const before = (await ledger.getAccount(account.id))!;
+            const account0 = (await ledger.getAccount(account.id))!;
+            const before = await money.view(account.id);
             const id = `gen-p-${++seq}`;
             try {
               const ticket = await admission.admit({
                 id,
                 key,
-                account: before,
+                account: account0,
                 attempts,
                 messages: [{ role: 'user', content: 'x' }],
                 sideText: '',
                 addedPromptTokens: 0,
                 choices: 1,
                 maxTokens,
-                readAt,
                 byokProviders: new Set(),
                 byokFeeFraction: 0.05,
                 pluginCharges: 0n,
                 kind: { free: false, paidPlugin: false },
               });
               if (alone) {
-                const held = await holds.held(scopes.budget(account.id), clock.now());
-                if (before.balance < rules.balanceThreshold) expect(held).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
-                expect(await holds.held(scopes.balance(account.id), clock.now())).toBeLessThanOrEqual(before.balance);
+                const after = await money.view(account.id);
+                if (before.balance < rules.balanceThreshold) expect(after.budgetHeld).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
+                expect(after.runningHeld).toBeLessThanOrEqual(before.balance);
               }
               const settlement = new Settlement(
                 ledger,
@@ -166,7 +167,7 @@ describe('in-flight holds under random interleavings (property)', () => {
               await start(o.maxTokens, true);
             } else if (o.kind === 'burst') {
               // Admissions and completions at once: the holds must still fit what the account has.
-              const before = (await ledger.getAccount(account.id))!;
+              const before = await money.view(account.id);
               const admitted = await Promise.all([
                 ...o.starts.map((t) => start(t, false)),
                 ...o.ends.map(async (pick) => {
@@ -177,13 +178,13 @@ describe('in-flight holds under random interleavings (property)', () => {
                 }),
               ]);
               for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-              const after = (await ledger.getAccount(account.id))!;
-              // Every running estimate is covered by the balance.
-              expect(await holds.held(scopes.balance(account.id), clock.now())).toBeLessThanOrEqual(after.balance);
+              const after = await money.view(account.id);
+              // Every running estimate is covered by the balance (as every process sees it).
+              expect(after.runningHeld).toBeLessThanOrEqual(after.balance);
               // Each admission was checked against the holds and the budget of its moment; the balance only
               // fell during the burst, and settling only lowers a hold, so the last admission bounds what is held.
               if (admitted.some(Boolean) && before.balance < rules.balanceThreshold) {
-                expect(await holds.held(scopes.budget(account.id), clock.now())).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
+                expect(after.budgetHeld).toBeLessThanOrEqual(inFlightBudget(rules, before.balance));
               }
             } else if (o.kind === 'complete') {
               const r = take(o.pick);
@@ -201,9 +202,9 @@ describe('in-flight holds under random interleavings (property)', () => {
             } else {
               clock.advance(o.ms);
             }
-            const now = (await ledger.getAccount(account.id))!;
-            expect(now.balance).toBe(credited - charged); // exact, to the last nanocredit
-            expect(now.balance).toBeGreaterThanOrEqual(0n); // running holds never let the balance be overdrawn
+            const seen = await money.view(account.id);
+            expect(seen.balance).toBe(credited - charged); // exact, to the last nanocredit, before and after the commits
+            expect(seen.balance).toBeGreaterThanOrEqual(0n); // running holds never let the balance be overdrawn
           }
 
           // Whatever was left running ends; once the window passes nothing is held anywhere.
@@ -211,9 +212,8 @@ describe('in-flight holds under random interleavings (property)', () => {
           await ledger.flush();
           await new Promise((resolve) => setImmediate(resolve));
           clock.advance(WINDOW);
-          for (const scope of [scopes.budget(account.id), scopes.balance(account.id), scopes.key(key.hash)]) {
-            expect(await holds.held(scope, clock.now())).toBe(0n);
-          }
+          expect(await money.view(account.id)).toMatchObject({ budgetHeld: 0n, runningHeld: 0n, balance: credited - charged });
+          expect((await ledger.getAccount(account.id))?.balance).toBe(credited - charged);
           const generations = await db.selectFrom('generations').select(db.fn.countAll().as('n')).executeTakeFirst();
           expect(Number(generations?.n)).toBe(settledCount);
           await ledger.close();

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
-import type { Charge } from '../src/ledger/ledger.js';
+import type { Charge, LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest } from '../src/ledger/migrations.js';
 import { creditsFromString, formatCredits } from '../src/ledger/money.js';
 import { databaseTargets } from './helpers/database.js';
@@ -78,15 +78,15 @@ for (const target of databaseTargets) {
       expect(formatCredits(got?.totalPurchased ?? 0n)).toBe('999999999.123456789');
     });
 
-    it('reads include charges still queued, and the same once they are written', async () => {
+    it('reads are what is committed (the limits store adds what is queued); a queued generation is found', async () => {
       const a = await newAccount();
       await ledger.addCredits(a.id, 1000n, 'purchase', T0);
       await newKey(a.id, `h-pending-${target.name}`);
       const c = charge(a.id, `h-pending-${target.name}`, 70n);
       const written = ledger.charge(c);
       const queued = await ledger.getAccount(a.id);
-      expect(queued).toMatchObject({ balance: 930n, totalUsage: 70n });
-      expect((await ledger.keyUsage(`h-pending-${target.name}`, T0)).daily.usage).toBe(70n);
+      expect(queued).toMatchObject({ balance: 1000n, totalUsage: 0n });
+      expect((await ledger.keyUsage(`h-pending-${target.name}`, T0)).daily.usage).toBe(0n);
       expect((await ledger.getGeneration(c.id))?.totalCost).toBe(70n);
       await written;
       expect(await ledger.getAccount(a.id)).toMatchObject({ balance: 930n, totalUsage: 70n });
@@ -113,8 +113,8 @@ for (const target of databaseTargets) {
       const c = charge(a.id, `h-once-${target.name}`, 1234n);
       ledger.charge(c);
       ledger.charge({ ...c }); // the same generation again, while the first waits to be written
-      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(1234n);
       await ledger.flush();
+      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(1234n);
       ledger.charge(c);
       await ledger.flush();
       const got = await ledger.getAccount(a.id);
@@ -132,6 +132,7 @@ for (const target of databaseTargets) {
       ledger.charge(charge(a.id, hash, 1n, T0 - 3 * day)); // Sun 15 Nov: previous week
       ledger.charge(charge(a.id, hash, 1000n, Date.UTC(2026, 9, 31, 23, 59))); // 31 Oct: previous month
       ledger.charge(charge(a.id, hash, 7n, T0, { isByok: true, byokUsage: 140n }));
+      await ledger.flush();
       const u = await ledger.keyUsage(hash, T0);
       expect(u.daily).toEqual({ usage: 107n, byokUsage: 140n });
       expect(u.weekly).toEqual({ usage: 117n, byokUsage: 140n });
@@ -150,6 +151,7 @@ for (const target of databaseTargets) {
         fc.asyncProperty(fc.array(fc.bigInt({ min: 1n, max: 5_000n }), { minLength: 1, maxLength: 300 }), async (costs) => {
           const before = (await ledger.getAccount(a.id))!;
           costs.forEach((c) => ledger.charge(charge(a.id, hash, c)));
+          await ledger.flush();
           const after = (await ledger.getAccount(a.id))!;
           const sum = costs.reduce((x, y) => x + y, 0n);
           expect(before.balance - after.balance).toBe(sum);
@@ -169,14 +171,29 @@ for (const target of databaseTargets) {
       expect(acct.totalUsage).toBe(BigInt(String(rows?.s)));
     });
 
-    it('moves its version around every change of money or keys, after the write as well as before', async () => {
+    it('tells what each commit did to an account: its new balance and commit sequence, the key usage it wrote, the generations it recorded', async () => {
+      const seen: LedgerUpdate[] = [];
+      const reporting = new KyselyLedger(db, { onCommitted: (u) => seen.push(...u) });
       const a = await newAccount();
-      const before = ledger.version;
-      const adding = ledger.addCredits(a.id, 5n, 'purchase', T0);
-      const during = ledger.version;
-      await adding;
-      expect(during).toBeGreaterThan(before);
-      expect(ledger.version).toBeGreaterThan(during); // a read taken during the write is not current
+      await newKey(a.id, `h-seq-${target.name}`);
+      await reporting.addCredits(a.id, 5_000_000_000n, 'purchase', T0);
+      const before = await reporting.moneySnapshot(a.id, { hash: `h-seq-${target.name}`, periods: ['all', 'd:2099-01-01'] });
+      const [c1, c2] = [charge(a.id, `h-seq-${target.name}`, 300n), charge(a.id, `h-seq-${target.name}`, 200n)];
+      await Promise.all([reporting.charge(c1), reporting.charge(c2)]);
+      const commit = seen.at(-1) as LedgerUpdate;
+      expect([...(commit.committed ?? [])].sort()).toEqual([c1.id, c2.id].sort());
+      expect(commit.account?.balance).toBe(5_000_000_000n - 500n);
+      expect(commit.account?.seq).toBe((before?.account?.seq ?? 0n) + 1n);
+      expect(commit.keys?.[0]?.periods.find((p) => p.period === 'all')).toMatchObject({ usage: 500n, seq: commit.account?.seq });
+      // A fresh read says the same, stamped with the same sequence number; a period never charged reads as zero.
+      const after = await reporting.moneySnapshot(a.id, { hash: `h-seq-${target.name}`, periods: ['all', 'd:2099-01-01'] });
+      expect(after?.account).toEqual(commit.account);
+      expect(after?.keys?.[0]?.periods).toEqual([
+        { seq: commit.account?.seq, period: 'all', usage: 500n, byokUsage: 0n },
+        { seq: commit.account?.seq, period: 'd:2099-01-01', usage: 0n, byokUsage: 0n },
+      ]);
+      expect(seen[0]?.account?.balance).toBe(5_000_000_000n); // the credit entry was reported too
+      expect(await reporting.moneySnapshot('acct_missing')).toBeUndefined();
     });
 
     it('sets aside a charge the database refuses, without holding back the others', async () => {

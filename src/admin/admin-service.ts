@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { AccountMoney } from '../admission/account-money.js';
 import type { Admission } from '../admission/admission.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
@@ -89,6 +90,7 @@ export class AdminService {
     private readonly clock: Clock,
     private readonly config: Config,
     private readonly admission: Admission,
+    private readonly money: AccountMoney,
   ) {}
 
   private async account(id: string): Promise<Account> {
@@ -98,7 +100,7 @@ export class AdminService {
   }
 
   private async keyInfo(key: KeyRecord) {
-    return keyInfoView(key, await this.ledger.keyUsage(key.hash, this.clock.now()));
+    return keyInfoView(key, (await this.money.keyView(key.accountId, key.hash)).key);
   }
 
   async createAccount(body: unknown) {
@@ -118,9 +120,9 @@ export class AdminService {
 
   /** An account, with where it stands against its in-flight spending budget. */
   private async view(account: Account) {
-    const status = await this.admission.status(account);
+    const [status, current] = await Promise.all([this.admission.status(account), this.money.account(account)]);
     return {
-      ...accountView(account),
+      ...accountView(current),
       in_flight: { subject: status.subject, budget: creditsToJson(status.budget), held: creditsToJson(status.held) },
     };
   }
@@ -129,7 +131,7 @@ export class AdminService {
     const input = parse(creditsSchema, body);
     const amount = amountOf('amount', input.amount, input.kind === 'adjustment');
     if (amount === 0n) throw invalidRequest('amount: must not be zero', { field: 'amount' });
-    const current = await this.account(id);
+    const current = await this.money.account(await this.account(id));
     const after = current.balance + amount;
     if (after > MAX_TOTAL || after < -MAX_TOTAL || current.totalPurchased + (input.kind === 'purchase' ? amount : 0n) > MAX_TOTAL) {
       throw invalidRequest('amount: the balance and the purchase total may not pass 9000000000 credits', { field: 'amount' });

@@ -1,15 +1,15 @@
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Config } from '../config/schema.js';
-import type { Account, Accounts, Charges, KeyRecord, Keys } from '../ledger/ledger.js';
-import { usageAgainstLimit } from '../ledger/key-limit.js';
+import type { Account, KeyRecord } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
-import { periodEnd } from '../ledger/periods.js';
-import type { HoldStore, HoldView } from '../limits/hold-store.js';
-import { accountSubject, inFlightApplies, inFlightBudget, inFlightRules, type InFlightRules, type RequestKind } from './applicability.js';
+import { periodEnd, periodKeys } from '../ledger/periods.js';
+import type { AdmitRequest, HoldStore, HoldView, Refusal } from '../limits/hold-store.js';
+import type { AccountMoney } from './account-money.js';
+import { accountSubject, inFlightBudget, inFlightMayApply, inFlightRules, type InFlightRules, type RequestKind } from './applicability.js';
 import { balanceCannotCover, inFlightBudgetExhausted, keyLimitReached, negativeBalance, weightExceedsBudget } from './credit-errors.js';
 import { estimate, type Estimate, type EstimateInput } from './estimate.js';
-import { RUNNING_HOLD_LEASE_MS, Ticket } from './ticket.js';
+import { Ticket } from './ticket.js';
 import { TypicalDurations } from './typical-durations.js';
 
 export interface AdmissionRequest extends Omit<EstimateInput, 'completionTokens'> {
@@ -18,31 +18,14 @@ export interface AdmissionRequest extends Omit<EstimateInput, 'completionTokens'
   account: Account;
   /** The request's completion-token cap, if it set one. */
   maxTokens: number | undefined;
-  /** `ledger.version` when `account` was read. */
-  readAt: number;
   kind: RequestKind;
+  /** The negative balance was already refused (checkBalanceNotNegative ran for this request). */
+  balanceChecked?: boolean;
 }
-
-export const scopes = {
-  budget: (accountId: string) => `budget:${accountId}`,
-  balance: (accountId: string) => `running:acct:${accountId}`,
-  key: (hash: string) => `running:key:${hash}`,
-};
 
 /** What a request adds to its key's usage as the limit counts it. */
 function keyAmountOf(key: KeyRecord, est: Estimate): Nano {
   return key.includeByokInLimit ? est.keyWithByok : est.credits;
-}
-
-/** The key's limit cannot cover `amount`: `others` are what its other running requests hold. */
-function keyRefusal(key: KeyRecord, limit: Nano, left: Nano, others: Nano, amount: Nano, now: number): GatewayError {
-  return keyLimitReached({
-    limit,
-    remaining: left > others ? left - others : 0n,
-    estimate: amount,
-    reset: key.limitReset,
-    resetsAt: key.limitReset ? periodEnd(key.limitReset, now) : null,
-  });
 }
 
 /** What a running request is assumed to take when its model has no recent requests. */
@@ -76,7 +59,7 @@ export class Admission {
   private readonly rules: InFlightRules;
   private readonly durations = new TypicalDurations();
 
-  constructor(private readonly deps: { holds: HoldStore; ledger: Accounts & Keys & Pick<Charges, 'version'>; clock: Clock; config: Config }) {
+  constructor(private readonly deps: { holds: HoldStore; money: AccountMoney; clock: Clock; config: Config }) {
     this.rules = inFlightRules(deps.config);
   }
 
@@ -88,17 +71,22 @@ export class Admission {
 
   /** What an account's in-flight budget is now, for the admin view. */
   async status(account: Account): Promise<{ subject: boolean; budget: Nano; held: Nano }> {
-    const now = this.deps.clock.now();
+    const view = await this.deps.money.view(account.id);
     return {
-      subject: accountSubject(this.rules, account, now),
-      budget: inFlightBudget(this.rules, account.balance),
-      held: await this.deps.holds.held(scopes.budget(account.id), now),
+      subject: accountSubject(this.rules, account, view.balance, this.deps.clock.now()),
+      budget: inFlightBudget(this.rules, view.balance),
+      held: view.budgetHeld,
     };
   }
 
-  /** Refuses a prepaid account whose balance is negative, free models included. */
-  checkBalanceNotNegative(account: Account): void {
-    if (account.type === 'prepaid' && account.balance < 0n) throw negativeBalance(account.balance);
+  /**
+   * Refuses a prepaid account whose balance (as every process sees it) is negative, free models
+   * included. Admission checks it too; this is for the checks that come before admission's (CONTRACT §6).
+   */
+  async checkBalanceNotNegative(account: Account): Promise<void> {
+    if (account.type !== 'prepaid') return;
+    const { balance } = await this.deps.money.view(account.id);
+    if (balance < 0n) throw negativeBalance(balance);
   }
 
   async admit(req: AdmissionRequest): Promise<Ticket> {
@@ -113,47 +101,33 @@ export class Admission {
     }
   }
 
-  /**
-   * Checks the holds just taken against the ledger as it is now: the holds are read first, then the
-   * ledger, and a running hold is dropped only after its charge is committed, so every charge or hold
-   * of a concurrent request is seen at least once. (The balance read before acquiring may be stale
-   * by the time the holds are taken when the ledger is across a network.)
-   */
-  private async verify(req: AdmissionRequest, est: Estimate, taken: readonly string[], budgetScope: string | undefined): Promise<void> {
-    const { holds, ledger, clock } = this.deps;
-    // Nothing changed money or keys since the account was read: what admitted the holds is current.
-    if (ledger.version === req.readAt) return;
-    const now = clock.now();
-    const { key, account } = req;
-    const keyScope = taken.includes(scopes.key(key.hash)) ? scopes.key(key.hash) : undefined;
-    const balanceScope = taken.includes(scopes.balance(account.id)) ? scopes.balance(account.id) : undefined;
-    const [keyHeld, balanceHeld, held] = await Promise.all([
-      keyScope ? holds.held(keyScope, now) : 0n,
-      balanceScope ? holds.held(balanceScope, now) : 0n,
-      budgetScope ? holds.held(budgetScope, now) : 0n,
-    ]);
-    const fresh = (await ledger.getAccount(account.id)) ?? account;
-    if (keyScope && key.limit !== null) {
-      const left = await this.keyLeft(key, key.limit, now);
-      const amount = keyAmountOf(key, est);
-      if (keyHeld > left) throw keyRefusal(key, key.limit, left, keyHeld - amount, amount, now);
-    }
-    if (balanceScope && balanceHeld > fresh.balance) {
-      throw balanceCannotCover({ available: fresh.balance - (balanceHeld - est.credits), estimate: est.credits });
-    }
-    if (budgetScope) {
-      const budget = inFlightBudget(this.rules, fresh.balance);
-      if (held > budget) {
-        if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
-        throw this.budgetRefusal(req, held - est.credits, budget, est.credits, await holds.list(budgetScope, now), now);
+  /** The spec's 402 for a refusal of the store, in the contract's order of checks. */
+  private refusal(req: AdmissionRequest, est: Estimate, r: Refusal): GatewayError {
+    const now = this.deps.clock.now();
+    const { key } = req;
+    switch (r.refused) {
+      case 'negative':
+        return negativeBalance(r.balance);
+      case 'key': {
+        const limit = key.limit ?? 0n;
+        const left = limit > r.used ? limit - r.used : 0n;
+        return keyLimitReached({
+          limit,
+          remaining: left > r.held ? left - r.held : 0n,
+          estimate: keyAmountOf(key, est),
+          reset: key.limitReset,
+          resetsAt: key.limitReset ? periodEnd(key.limitReset, now) : null,
+        });
       }
+      case 'balance':
+        return balanceCannotCover({ available: r.balance - r.held, estimate: est.credits });
+      case 'weight':
+        return weightExceedsBudget({ budget: r.budget, estimate: est.credits });
+      case 'budget':
+        return this.budgetRefusal(req, r.held, r.budget, est.credits, r.holds, r.now);
+      default:
+        throw new Error(`unexpected refusal ${r.refused}`);
     }
-  }
-
-  /** What is left of a key's limit in its current period. */
-  private async keyLeft(key: KeyRecord, limit: Nano, now: number): Promise<Nano> {
-    const used = usageAgainstLimit(key, await this.deps.ledger.keyUsage(key.hash, now));
-    return limit > used ? limit - used : 0n;
   }
 
   /** The budget is full: `others` are the holds besides this request's `estimate`. */
@@ -167,54 +141,49 @@ export class Admission {
     });
   }
 
+  /**
+   * One atomic step in the store: the negative balance, the key's limit, the balance and the in-flight
+   * budget are checked against the money view every process shares, and every hold is taken, or none.
+   */
   private async tryAdmit(req: AdmissionRequest, est: Estimate): Promise<Ticket> {
-    const { holds, clock } = this.deps;
+    const { holds, clock, config } = this.deps;
     const now = clock.now();
-    // Running holds count for one lease, which the ticket renews while the request runs.
-    const until = now + RUNNING_HOLD_LEASE_MS;
     const { key, account, id } = req;
-    const taken: string[] = [];
-    let budgetScope: string | undefined;
-    const undo = () => Promise.all([...taken, ...(budgetScope ? [budgetScope] : [])].map((s) => holds.release(s, id)));
-    try {
-      const keyAmount = keyAmountOf(key, est);
-      if (key.limit !== null && keyAmount > 0n) {
-        const left = await this.keyLeft(key, key.limit, now);
-        const r = await holds.acquire(scopes.key(key.hash), id, keyAmount, left, now, until);
-        if (!r.ok) throw keyRefusal(key, key.limit, left, r.held, keyAmount, now);
-        taken.push(scopes.key(key.hash));
-      }
-
-      if (account.type === 'prepaid' && est.credits > 0n) {
-        const r = await holds.acquire(scopes.balance(account.id), id, est.credits, account.balance > 0n ? account.balance : 0n, now, until);
-        if (!r.ok) throw balanceCannotCover({ available: account.balance - r.held, estimate: est.credits });
-        taken.push(scopes.balance(account.id));
-      }
-
-      if (est.credits > 0n && inFlightApplies(this.rules, account, est, req.kind, now)) {
-        const budget = inFlightBudget(this.rules, account.balance);
-        if (est.credits > budget) throw weightExceedsBudget({ budget, estimate: est.credits });
-        const r = await holds.acquire(scopes.budget(account.id), id, est.credits, budget, now, until);
-        if (!r.ok) throw this.budgetRefusal(req, r.held, budget, est.credits, r.holds, now);
-        budgetScope = scopes.budget(account.id);
-      }
-      await this.verify(req, est, taken, budgetScope);
-      const model = req.attempts[0]?.model.id;
-      const { request_deadline_ms } = this.deps.config.limits;
-      return new Ticket({
-        holds,
+    const leaseMs = config.limits.hold_lease_ms;
+    const keyAmount = keyAmountOf(key, est);
+    const prepaid = account.type === 'prepaid';
+    const r: AdmitRequest = { accountId: account.id, id, leaseMs, refuseNegative: prepaid && !req.balanceChecked };
+    if (key.limit !== null && keyAmount > 0n) {
+      r.key = {
+        hash: key.hash,
+        period: key.limitReset ? periodKeys(now)[key.limitReset] : 'all',
+        includeByok: key.includeByokInLimit,
+        limit: key.limit,
+        amount: keyAmount,
+      };
+    }
+    if (prepaid && est.credits > 0n) r.balance = est.credits;
+    if (est.credits > 0n && inFlightMayApply(this.rules, account, est, req.kind, now)) {
+      r.budget = { amount: est.credits, threshold: this.rules.balanceThreshold, fractionPpm: this.rules.fractionPpm, ceiling: this.rules.ceiling };
+    }
+    const model = req.attempts[0]?.model.id;
+    const ticket = (taken: boolean) =>
+      new Ticket({
+        holds: taken ? holds : undefined,
         clock,
+        accountId: account.id,
         id,
-        running: taken,
-        budgetScope,
+        keyHash: key.hash,
+        leaseMs,
         windowMs: this.rules.settlementWindowMs,
-        // The request is aborted at its deadline and settles; its charge then has a window's time to land.
-        renewUntil: now + request_deadline_ms + this.rules.settlementWindowMs,
+        // The request is aborted at its deadline and settles; its holds are renewed until then.
+        renewUntil: now + config.limits.request_deadline_ms + this.rules.settlementWindowMs,
         onEnded: model === undefined ? undefined : (ms) => this.durations.record(model, ms),
       });
-    } catch (err) {
-      await undo();
-      throw err;
-    }
+    // Nothing to hold or check: no round trip to the store.
+    if (!r.key && r.balance === undefined && !r.budget && !r.refuseNegative) return ticket(false);
+    const result = await this.deps.money.admit(r);
+    if (!result.ok) throw this.refusal(req, est, result);
+    return ticket(true);
   }
 }

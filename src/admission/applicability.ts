@@ -51,18 +51,24 @@ export interface RequestKind {
 }
 
 /**
- * Whether a request is subject to the in-flight budget (spec, Limits / Credit limits): prepaid accounts
- * spending their own credits, below the balance threshold (and, while the rollout's `only` holds,
- * newer); never free-model requests, BYOK requests without a paid plugin, or costs without a token
- * component; never enterprise, subscription or invoice accounts.
+ * Whether a request is subject to the in-flight budget (spec, Limits / Credit limits) by every rule
+ * but the balance's: prepaid accounts spending their own credits (and, while the rollout's `only`
+ * holds, newer); never free-model requests, BYOK requests without a paid plugin, or costs without a
+ * token component; never enterprise, subscription or invoice accounts. The balance threshold is
+ * applied where the balance is known as every process sees it (the hold store).
  */
-export function inFlightApplies(rules: InFlightRules, account: Account, est: Estimate, kind: RequestKind, now: number): boolean {
+export function inFlightMayApply(rules: InFlightRules, account: Account, est: Estimate, kind: RequestKind, now: number): boolean {
   if (kind.free || !est.tokenComponent) return false;
   if (est.allByok && !kind.paidPlugin) return false;
-  return accountSubject(rules, account, now);
+  return accountMaySubject(rules, account, now);
 }
 
-/** Whether the account's paid requests are subject to the budget now: prepaid, below the threshold, newer during the rollout. */
-export function accountSubject(rules: InFlightRules, account: Account, now: number): boolean {
-  return account.type === 'prepaid' && account.balance < rules.balanceThreshold && (!rules.newerOnly || isNewerAccount(rules, account, now));
+/** Prepaid, and newer while the rollout's `only` holds. */
+function accountMaySubject(rules: InFlightRules, account: Account, now: number): boolean {
+  return account.type === 'prepaid' && (!rules.newerOnly || isNewerAccount(rules, account, now));
+}
+
+/** Whether the account's paid requests are subject to the budget at `balance`: the rules above, and below the threshold. */
+export function accountSubject(rules: InFlightRules, account: Account, balance: Nano, now: number): boolean {
+  return accountMaySubject(rules, account, now) && balance < rules.balanceThreshold;
 }

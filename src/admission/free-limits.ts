@@ -26,7 +26,8 @@ function nextUtcMidnight(now: number): number {
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
 }
 
-const dayKey = (accountId: string, now: number) => `free:day:${accountId}:${Math.floor(now / 86_400_000)}`;
+// An account's counters carry its id as a hash tag: one Redis Cluster slot, like its holds.
+const dayKey = (accountId: string, now: number) => `free:day:{${accountId}}:${Math.floor(now / 86_400_000)}`;
 
 /**
  * The free-model limits (spec, Limits / Rate limits): per account and model per minute, per account
@@ -55,7 +56,7 @@ export class FreeModelLimits {
     const out: Array<{ counter: Counter; kind: Kind }> = [
       {
         kind: 'minute',
-        counter: { key: `free:min:${account.id}:${model.id}:${minuteStart}`, limit: model.config.per_minute ?? f.per_minute, resetAt: minuteStart + MINUTE },
+        counter: { key: `free:min:{${account.id}}:${model.id}:${minuteStart}`, limit: model.config.per_minute ?? f.per_minute, resetAt: minuteStart + MINUTE },
       },
     ];
     if (withDay)

@@ -1,43 +1,49 @@
 import type { Clock, Timer } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
+import { periodKeys } from '../ledger/periods.js';
 import type { HoldStore } from '../limits/hold-store.js';
 
-/** How long a running hold counts without being renewed: a dead process's holds lapse within it. */
-export const RUNNING_HOLD_LEASE_MS = 30_000;
-/** How often a running request renews its holds' lease (three renewals per lease). */
-export const LEASE_RENEW_EVERY_MS = RUNNING_HOLD_LEASE_MS / 3;
-
 export interface TicketOptions {
-  holds: HoldStore;
+  /** The store that holds the request's holds; undefined when it took none. */
+  holds: HoldStore | undefined;
   clock: Clock;
+  accountId: string;
   id: string;
-  /** The running holds on the key and the balance, dropped once the charge is durable. */
-  running: readonly string[];
-  /** The in-flight budget hold, which becomes the actual cost for the settlement window. */
-  budgetScope: string | undefined;
+  keyHash: string;
+  /** How long the holds count without renewal (`limits.hold_lease_ms`); renewed three times a lease. */
+  leaseMs: number;
+  /** How long the actual cost stays in the in-flight budget. */
   windowMs: number;
-  /** Renewals stop by then whatever happens (the request deadline, plus time for its charge to land). */
+  /** Renewals of the running holds stop by then whatever happens (the request deadline, plus a window). */
   renewUntil: number;
   /** Told how long the request ran (admitted to settled), once. */
   onEnded?: (durationMs: number) => void;
 }
 
+/** What a request ended up costing. */
+export interface ActualCost {
+  cost: Nano;
+  byokUsage: Nano;
+  /** When the request started (its charge counts in that day's, week's and month's key usage). */
+  createdAt: number;
+}
+
 /**
  * The holds one admitted request took. While the request runs, the ticket renews their lease, so they
  * count exactly as long as the request does. It settles once: the in-flight hold becomes the actual
- * cost for the settlement window; the running holds on the key and the balance are dropped once the
- * charge is durable in the ledger (renewed until then), so that no reader ever sees neither the hold
- * nor the charge.
+ * cost for the settlement window, and the running holds become a pending charge of that cost, which
+ * the ticket keeps renewing until the charge is durable in the ledger (whose commit then replaces it
+ * in the store's view), so that no reader ever sees neither the hold nor the charge.
  */
 export class Ticket {
   private done = false;
-  private released = false;
+  private stopped = false;
   private timer: Timer | undefined;
   private readonly admittedAt: number;
 
   constructor(private readonly o: TicketOptions) {
     this.admittedAt = o.clock.now();
-    this.scheduleRenewal();
+    if (o.holds) this.scheduleRenewal();
   }
 
   get id(): string {
@@ -49,44 +55,38 @@ export class Ticket {
   }
 
   private scheduleRenewal(): void {
-    const { clock, renewUntil } = this.o;
-    if (this.released || clock.now() >= renewUntil) return;
-    this.timer = clock.schedule(Math.min(LEASE_RENEW_EVERY_MS, renewUntil - clock.now()), () => {
+    const { clock, renewUntil, leaseMs } = this.o;
+    // A running request stops renewing at its deadline; a pending charge is renewed until it is durable.
+    if (this.stopped || (!this.done && clock.now() >= renewUntil)) return;
+    const every = Math.floor(leaseMs / 3);
+    this.timer = clock.schedule(this.done ? every : Math.min(every, renewUntil - clock.now()), () => {
       this.timer = undefined;
-      this.renew();
+      if (this.stopped) return;
+      // A failed renewal is retried at the next one; the lease leaves room for two to fail.
+      this.o.holds?.renew(this.o.accountId, this.o.id, leaseMs).catch(() => undefined);
       this.scheduleRenewal();
     });
   }
 
-  /** Extends the lease of every hold that still runs (the budget hold only until the request settles). */
-  private renew(): void {
-    if (this.released) return;
-    const { holds, clock, id, running, budgetScope, renewUntil } = this.o;
-    const now = clock.now();
-    const until = Math.min(now + RUNNING_HOLD_LEASE_MS, renewUntil);
-    const scopes = this.done || !budgetScope ? running : [...running, budgetScope];
-    // A failed renewal is retried at the next one; the lease leaves room for two to fail.
-    for (const scope of scopes) holds.renew(scope, id, now, until).catch(() => undefined);
-  }
-
   private stopRenewing(): void {
-    this.released = true;
+    this.stopped = true;
     this.timer?.cancel();
     this.timer = undefined;
   }
 
   /** Replaces the holds with the actual cost; `durable` resolves when the charge is in the ledger. */
-  async settle(actual: Nano, durable: Promise<void>): Promise<void> {
+  async settle(actual: ActualCost, durable: Promise<void>): Promise<void> {
     if (this.done) return;
     this.done = true;
-    const { holds, clock, id, running, budgetScope, windowMs, onEnded } = this.o;
+    const { holds, clock, accountId, id, keyHash, windowMs, leaseMs, onEnded } = this.o;
     onEnded?.(clock.now() - this.admittedAt);
+    if (!holds) return;
     try {
-      if (budgetScope) await holds.settle(budgetScope, id, actual, clock.now() + windowMs);
+      const p = periodKeys(actual.createdAt);
+      await holds.settle({ accountId, id, cost: actual.cost, byokUsage: actual.byokUsage, keyHash, periods: p, windowMs, leaseMs });
       await durable;
     } finally {
       this.stopRenewing();
     }
-    await Promise.all(running.map((scope) => holds.release(scope, id)));
   }
 }

@@ -115,9 +115,7 @@ export class ChatService {
     const web = this.usesWebPlugin(request);
     const webPrice = web ? priceFromString(config.plugins.web?.price ?? '0') : 0n;
 
-    const readAt = ledger.version;
     const account = await accountOfKey(ledger, key);
-    admission.checkBalanceNotNegative(account);
 
     const byokKeys = await vault.keysFor(key.accountId);
     // Free-model limits apply to each free model the request may be served by, unless the account is
@@ -131,7 +129,12 @@ export class ChatService {
             return m.isFree && eps.length > 0 && !eps.every((e) => e.freeLimitsExempt || byokKeys.has(e.provider));
           }),
     );
-    if (primary && limitedFree.has(primary)) await this.deps.freeLimits.check(account, primary);
+    // CONTRACT §6: a negative balance is refused before the free-model limits (admission checks it for the rest).
+    const freeFirst = primary !== undefined && limitedFree.has(primary);
+    if (freeFirst) {
+      await admission.checkBalanceNotNegative(account);
+      await this.deps.freeLimits.check(account, primary);
+    }
     const counted = new Set<string>();
     const countFree = async (attempt: Attempt) => {
       if (!limitedFree.has(attempt.model) || counted.has(attempt.model.id)) return;
@@ -150,7 +153,7 @@ export class ChatService {
       addedPromptTokens: web ? searchResultsTokenBound(config.plugins.web?.max_results ?? 0) : 0,
       choices: request.n ?? 1,
       maxTokens,
-      readAt,
+      balanceChecked: freeFirst,
       byokProviders: new Set(byokKeys.keys()),
       byokFeeFraction: config.limits.byok_fee,
       pluginCharges: webPrice,
@@ -183,7 +186,7 @@ export class ChatService {
         beforeAttempt: countFree,
       });
     } catch (err) {
-      await ticket.settle(0n, Promise.resolve());
+      await ticket.settle({ cost: 0n, byokUsage: 0n, createdAt: startedAt }, Promise.resolve());
       throw err;
     }
     const served: Served = {

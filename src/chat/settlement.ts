@@ -81,7 +81,7 @@ export class Settlement {
       latencyMs: Math.max(0, input.endedAt - this.base.startedAt),
     };
     const written = this.ledger.charge(charge);
-    this.ticket.settle(cost, written).catch(this.onError);
+    this.ticket.settle({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, written).catch(this.onError);
     this.result = { cost, listCost, durable: this.ledger.awaitDurable(written).then(() => undefined) };
     return this.result;
   }
@@ -90,6 +90,6 @@ export class Settlement {
   settleNothing(): void {
     if (this.result) return;
     this.result = { cost: 0n, listCost: 0n, durable: Promise.resolve() };
-    this.ticket.settle(0n, Promise.resolve()).catch(this.onError);
+    this.ticket.settle({ cost: 0n, byokUsage: 0n, createdAt: this.base.startedAt }, Promise.resolve()).catch(this.onError);
   }
 }

@@ -100,6 +100,12 @@ const limits = z
      * or a minute more than the longest provider `timeouts_ms.total` when that is longer.
      */
     request_deadline_ms: z.number().int().positive().optional(),
+    /**
+     * How long a running request's holds (and an ended one's pending charge) count without being
+     * renewed: the process that runs it renews them; a process that dies leaves nothing counting
+     * past this (CONTRACT §8: 30 s).
+     */
+    hold_lease_ms: z.number().int().min(1000).max(30_000).default(30_000),
   })
   .strict();
 
@@ -212,6 +218,8 @@ export const configSchema = z
       .string()
       .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
       .optional(),
+    /** Prepended to every Redis key and channel, so that several gateways (or tests) can share one Redis. */
+    redis_key_prefix: z.string().min(1).max(100).default('tollgate:'),
     admin_token: z.string().min(1).optional(),
     secrets_key: z
       .string()

@@ -1,4 +1,5 @@
 import type { AdminService } from '../admin/admin-service.js';
+import type { AccountMoney } from '../admission/account-money.js';
 import type { DdosGuard } from '../admission/ddos-guard.js';
 import type { ChatService } from '../chat/chat-service.js';
 import type { Clock } from '../clock.js';
@@ -21,6 +22,10 @@ export interface AppDeps {
   adminToken: string;
   inflight: Inflight;
   ddos: DdosGuard;
+  /** What must answer for the gateway to be ready (CONTRACT §8): the ledger, and Redis when configured. */
+  readiness: ReadonlyArray<{ what: string; reason: 'ledger_unavailable' | 'limits_unavailable'; check(): Promise<unknown> }>;
+  /** Accounts' money as every process sees it (the limits store's view). */
+  money: AccountMoney;
   /** Free-model requests the account made today (UTC), as the free-model limiter counts them. */
   freeRequestsToday(accountId: string): Promise<number>;
 }

@@ -1,8 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
-import type { Account, AccountType, Charge, CreditKind, Generation, KeyPatch, KeyRecord, KeyUsage, Ledger, NewAccount, NewKey, UsageTotals } from './ledger.js';
+import { PostgresAdapter, sql, type Kysely, type Selectable } from 'kysely';
+import { commitUpdates } from './commit-updates.js';
+import type {
+  Account,
+  AccountSnapshot,
+  AccountType,
+  Charge,
+  CreditKind,
+  Generation,
+  KeyPatch,
+  KeyRecord,
+  KeyUsage,
+  Ledger,
+  LedgerUpdate,
+  NewAccount,
+  NewKey,
+  UsageTotals,
+} from './ledger.js';
 import type { Nano } from './money.js';
-import { periodKeys, type LimitReset, type PeriodKeys } from './periods.js';
+import { periodKeys, type LimitReset } from './periods.js';
 import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
 
 const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
@@ -31,7 +47,7 @@ function generationRow(c: Charge): GenerationsTable {
   };
 }
 
-function toAccount(row: AccountsTable): Account {
+function toAccount(row: Selectable<AccountsTable>): Account {
   return {
     id: row.id,
     name: row.name,
@@ -116,6 +132,11 @@ export interface KyselyLedgerOptions {
    * only some of them tripped it, written one by one at once).
    */
   onFlushError?: (err: unknown) => void;
+  /**
+   * Told what each committed transaction that changed money says of its accounts (group commits and
+   * credit entries), after COMMIT: the limits store keeps the newest view (see LedgerUpdate).
+   */
+  onCommitted?: (updates: LedgerUpdate[]) => void;
   /** Called when the database refused a single charge that others in its batch did not trip on. */
   onChargeRejected?: (err: unknown, charge: Charge) => void;
   retryDelayMs?: number;
@@ -138,18 +159,8 @@ export interface KyselyLedgerOptions {
  */
 export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
-  /** Charges queued or being written, by generation id, and their sum by account. */
-  private readonly pendingCharges = new Map<string, { charge: Charge; periods: PeriodKeys; written: Promise<void> }>();
-  private readonly pendingByAccount = new Map<string, bigint>();
-  /**
-   * Moves when a group commit's COMMIT is sent (odd: its outcome is not known yet) and again when it
-   * is known or its charges are set aside (even). A read that spans a move, or starts while it is
-   * odd, may have seen the charges both in the tables and as pending: it is repeated.
-   */
-  private commits = 0;
-  private commitKnown: Promise<void> = Promise.resolve();
-  /** Changes this process made to money or keys. */
-  private changes = 0;
+  /** Charges queued or being written, by generation id. */
+  private readonly pendingCharges = new Map<string, { charge: Charge; written: Promise<void> }>();
   private readonly keyCache = new Map<string, { at: number; key: KeyRecord }>();
   /** Moves around every key update or delete; a key read across one is not cached. */
   private keyChanges = 0;
@@ -184,72 +195,63 @@ export class KyselyLedger implements Ledger {
     return (await this.getAccount(id)) as Account;
   }
 
-  /**
-   * A read that sees every charge exactly once or (for a moment) twice, never not at all: it is
-   * retried when a group commit completed while it ran, and the caller adds the charges still pending.
-   */
-  private async consistent<T, S>(read: () => Promise<T>, pending: () => S): Promise<[T, S]> {
-    for (;;) {
-      const commits = this.commits;
-      if (commits % 2 === 1) {
-        await this.commitKnown;
-        continue;
-      }
-      const result = await read();
-      // The pending charges are taken in the same step as the check, so none can slip between them.
-      if (commits === this.commits) return [result, pending()];
-    }
-  }
-
   async getAccount(id: string): Promise<Account | undefined> {
-    const [row, pending] = await this.consistent(
-      () => this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst(),
-      () => this.pendingByAccount.get(id) ?? 0n,
-    );
-    if (!row) return undefined;
-    const account = toAccount(row);
-    account.balance -= pending;
-    account.totalUsage += pending;
-    return account;
+    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? toAccount(row) : undefined;
   }
 
-  get version(): number {
-    return this.changes;
+  async moneySnapshot(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<LedgerUpdate | undefined> {
+    // One statement, so one snapshot: the account's row and the key's rows as of the same commit.
+    const query = this.db.selectFrom('accounts').select(['accounts.seq', 'accounts.balance', 'accounts.total_usage']).where('accounts.id', '=', accountId);
+    const periods = key?.periods ?? [];
+    const rows = await (
+      key
+        ? query
+            .leftJoin('key_usage', (join) => join.on('key_usage.key_hash', '=', key.hash).on('key_usage.period', 'in', [...periods]))
+            .select(['key_usage.period', 'key_usage.usage', 'key_usage.byok_usage'])
+        : query.select((eb) => [eb.val(null).as('period'), eb.val(null).as('usage'), eb.val(null).as('byok_usage')])
+    ).execute();
+    const first = rows[0];
+    if (!first) return undefined;
+    const seq = big(first.seq);
+    const update: LedgerUpdate = { accountId, account: { seq, balance: big(first.balance), totalUsage: big(first.total_usage) } };
+    if (key) {
+      const found = new Map(rows.filter((r) => r.period !== null).map((r) => [r.period as string, r]));
+      update.keys = [
+        {
+          hash: key.hash,
+          periods: periods.map((period) => {
+            const r = found.get(period);
+            return { seq, period, usage: r ? big(r.usage) : 0n, byokUsage: r ? big(r.byok_usage) : 0n };
+          }),
+        },
+      ];
+    }
+    return update;
   }
 
   async addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined> {
-    const done = await this.changing(() =>
-      this.db.transaction().execute(async (trx) => {
-        const res = await trx
-          .updateTable('accounts')
-          .set((eb) => ({
-            balance: eb('balance', '+', amount),
-            total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
-          }))
-          .where('id', '=', accountId)
-          .executeTakeFirst();
-        if (big(res.numUpdatedRows) === 0n) return false;
-        await trx
-          .insertInto('credit_entries')
-          .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
-          .execute();
-        return true;
-      }),
-    );
-    return done ? this.getAccount(accountId) : undefined;
-  }
-
-  /**
-   * Runs a write that changes money or keys, moving `version` before it starts and again once it is
-   * done, so that a read taken while it runs is never mistaken for a current one.
-   */
-  private async changing<T>(write: () => Promise<T>): Promise<T> {
-    this.changes += 1;
-    try {
-      return await write();
-    } finally {
-      this.changes += 1;
-    }
+    const row = await this.db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable('accounts')
+        .set((eb) => ({
+          balance: eb('balance', '+', amount),
+          total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
+          seq: eb('seq', '+', 1),
+        }))
+        .where('id', '=', accountId)
+        .returningAll()
+        .executeTakeFirst();
+      if (!updated) return undefined;
+      await trx
+        .insertInto('credit_entries')
+        .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
+        .execute();
+      return updated;
+    });
+    if (!row) return undefined;
+    this.options.onCommitted?.([{ accountId, account: { seq: big(row.seq), balance: big(row.balance), totalUsage: big(row.total_usage) } }]);
+    return toAccount(row);
   }
 
   async createKey(key: NewKey): Promise<KeyRecord> {
@@ -316,7 +318,7 @@ export class KyselyLedger implements Ledger {
     this.keyChanges += 1;
     this.keyCache.delete(hash);
     try {
-      return await this.changing(write);
+      return await write();
     } finally {
       this.keyChanges += 1;
       this.keyCache.delete(hash);
@@ -336,27 +338,15 @@ export class KyselyLedger implements Ledger {
 
   async keyUsage(hash: string, at: number): Promise<KeyUsage> {
     const p = periodKeys(at);
-    const [rows, pendingForKey] = await this.consistent(
-      () =>
-        this.db
-          .selectFrom('key_usage')
-          .select(['period', 'usage', 'byok_usage'])
-          .where('key_hash', '=', hash)
-          .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
-          .execute(),
-      () => [...this.pendingCharges.values()].filter((e) => e.charge.keyHash === hash),
-    );
+    const rows = await this.db
+      .selectFrom('key_usage')
+      .select(['period', 'usage', 'byok_usage'])
+      .where('key_hash', '=', hash)
+      .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
+      .execute();
     const get = (period: string): UsageTotals => {
       const row = rows.find((r) => r.period === period);
-      const totals = row ? { usage: big(row.usage), byokUsage: big(row.byok_usage) } : { usage: 0n, byokUsage: 0n };
-      for (const { charge: c, periods } of pendingForKey) {
-        if (c.keyHash !== hash) continue;
-        if (period === p.all || period === periods.daily || period === periods.weekly || period === periods.monthly) {
-          totals.usage += c.totalCost;
-          totals.byokUsage += c.byokUsage;
-        }
-      }
-      return totals;
+      return row ? { usage: big(row.usage), byokUsage: big(row.byok_usage) } : { usage: 0n, byokUsage: 0n };
     };
     return { all: get(p.all), daily: get(p.daily), weekly: get(p.weekly), monthly: get(p.monthly) };
   }
@@ -380,14 +370,12 @@ export class KyselyLedger implements Ledger {
   }
 
   charge(charge: Charge): Promise<void> {
-    this.changes += 1;
     // A generation is charged once: while one with this id waits to be written, a second is the same.
     const already = this.pendingCharges.get(charge.id);
     if (already) return already.written;
     let durable: () => void = () => undefined;
     const written = new Promise<void>((resolve) => (durable = resolve));
-    this.pendingCharges.set(charge.id, { charge, periods: periodKeys(charge.createdAt), written });
-    this.pendingByAccount.set(charge.accountId, (this.pendingByAccount.get(charge.accountId) ?? 0n) + charge.totalCost);
+    this.pendingCharges.set(charge.id, { charge, written });
     this.queue.push({ charge, durable, attempts: 0 });
     this.schedule();
     return written;
@@ -496,7 +484,6 @@ export class KyselyLedger implements Ledger {
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
         this.options.onChargeRejected?.(lastError, q.charge);
-        this.commits += 2;
         this.unpend(q.charge);
         q.durable(); // nothing more will be written for it; its holds may go
       }
@@ -512,6 +499,7 @@ export class KyselyLedger implements Ledger {
   private async writeTransaction(batch: Charge[]): Promise<void> {
     const sorted = [...batch].sort((a, b) => byText(a.id, b.id));
     const trx = await this.db.startTransaction().execute();
+    let updates: LedgerUpdate[];
     try {
       const inserted = new Set<string>();
       for (const rows of chunks(sorted, ROWS_PER_STATEMENT)) {
@@ -552,14 +540,19 @@ export class KyselyLedger implements Ledger {
           .forUpdate()
           .execute();
       }
+      const snapshots = new Map<string, AccountSnapshot>();
       for (const rows of chunks(accounts, ROWS_PER_STATEMENT)) {
         const values = sql.join(rows.map(([id, cost]) => sql`(${id}, CAST(${cost} AS BIGINT))`));
-        await sql`UPDATE accounts SET balance = accounts.balance - v.column2, total_usage = accounts.total_usage + v.column2
-          FROM (VALUES ${values}) AS v WHERE accounts.id = v.column1`.execute(trx);
+        const updated = await sql<{ id: string; seq: unknown; balance: unknown; total_usage: unknown }>`UPDATE accounts
+          SET balance = accounts.balance - v.column2, total_usage = accounts.total_usage + v.column2, seq = accounts.seq + 1
+          FROM (VALUES ${values}) AS v WHERE accounts.id = v.column1
+          RETURNING accounts.id, accounts.seq, accounts.balance, accounts.total_usage`.execute(trx);
+        for (const r of updated.rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
       }
       const usage = [...usageDeltas.values()].sort((a, b) => byText(a.key_hash, b.key_hash) || byText(a.period, b.period));
+      const keyRows: Array<{ key_hash: string; period: string; usage: unknown; byok_usage: unknown }> = [];
       for (const rows of chunks(usage, ROWS_PER_STATEMENT)) {
-        await trx
+        const written = await trx
           .insertInto('key_usage')
           .values(rows)
           .onConflict((oc) =>
@@ -568,8 +561,20 @@ export class KyselyLedger implements Ledger {
               byok_usage: eb('key_usage.byok_usage', '+', eb.ref('excluded.byok_usage')),
             })),
           )
+          .returning(['key_hash', 'period', 'usage', 'byok_usage'])
           .execute();
+        keyRows.push(...written);
       }
+      // Charges recorded by an earlier COMMIT whose answer was lost moved nothing now: their accounts
+      // and keys are read as they stand, so that what this commit reports covers every charge in it.
+      const unmoved = [...new Set(sorted.filter((c) => !inserted.has(c.id)).map((c) => c.accountId))].filter((id) => !snapshots.has(id));
+      if (unmoved.length > 0) {
+        const rows = await trx.selectFrom('accounts').select(['id', 'seq', 'balance', 'total_usage']).where('id', 'in', unmoved).execute();
+        for (const r of rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
+        const keys = [...new Set(sorted.filter((c) => !inserted.has(c.id)).map((c) => c.keyHash))];
+        keyRows.push(...(await trx.selectFrom('key_usage').select(['key_hash', 'period', 'usage', 'byok_usage']).where('key_hash', 'in', keys).execute()));
+      }
+      updates = commitUpdates(sorted, snapshots, keyRows);
     } catch (err) {
       await trx
         .rollback()
@@ -577,38 +582,28 @@ export class KyselyLedger implements Ledger {
         .catch(() => undefined);
       throw err;
     }
-    // Until COMMIT answers, a reader cannot tell whether these charges are in the tables: see commits.
-    this.commits += 1;
-    let known: () => void = () => undefined;
-    this.commitKnown = new Promise((resolve) => (known = resolve));
-    try {
-      await trx.commit().execute();
-      batch.forEach((c) => this.unpend(c));
-    } finally {
-      // A COMMIT that failed may still have landed: the charges stay pending and are retried, and a
-      // generation already recorded is never charged again.
-      this.commits += 1;
-      known();
-    }
+    // A COMMIT that fails may still have landed: the charges stay pending and are retried, and a
+    // generation already recorded is never charged again.
+    await trx.commit().execute();
+    batch.forEach((c) => this.unpend(c));
+    this.options.onCommitted?.(updates);
   }
 
   async getGeneration(id: string): Promise<Generation | undefined> {
     const pending = this.pendingCharges.get(id);
     if (pending) return { ...pending.charge };
-    const [row, late] = await this.consistent(
-      () => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst(),
-      () => this.pendingCharges.get(id),
-    );
-    return row ? toGeneration(row) : late ? { ...late.charge } : undefined;
+    const row = await this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst();
+    if (row) return toGeneration(row);
+    // Still queued, or written while it was read: ask again.
+    const late = this.pendingCharges.get(id);
+    if (late) return { ...late.charge };
+    const again = await this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst();
+    return again ? toGeneration(again) : undefined;
   }
 
   /** A charge is in the ledger (or set aside for good): it no longer counts as pending. */
   private unpend(charge: Charge): void {
-    if (this.pendingCharges.get(charge.id)?.charge !== charge) return;
-    this.pendingCharges.delete(charge.id);
-    const left = (this.pendingByAccount.get(charge.accountId) ?? 0n) - charge.totalCost;
-    if (left === 0n) this.pendingByAccount.delete(charge.accountId);
-    else this.pendingByAccount.set(charge.accountId, left);
+    if (this.pendingCharges.get(charge.id)?.charge === charge) this.pendingCharges.delete(charge.id);
   }
 
   async getSetting(name: string): Promise<string | undefined> {

@@ -95,10 +95,40 @@ export interface Generation {
 /** One request's charge: moves the balance, the key's usage and records the generation, atomically. */
 export type Charge = Generation;
 
+/** The ledger's view of an account as of its commit sequence number `seq` (moved by every change to its money). */
+export interface AccountSnapshot {
+  seq: bigint;
+  balance: Nano;
+  totalUsage: Nano;
+}
+
+/** A key's usage in one period (`all`, `d:YYYY-MM-DD`, `w:YYYY-MM-DD`, `m:YYYY-MM`) as of its account's commit `seq`. */
+export interface PeriodUsage {
+  seq: bigint;
+  period: string;
+  usage: Nano;
+  byokUsage: Nano;
+}
+
+/** What one ledger transaction (a group commit, a credit entry) or one consistent read says of an account. */
+export interface LedgerUpdate {
+  accountId: string;
+  account?: AccountSnapshot;
+  keys?: ReadonlyArray<{ hash: string; periods: readonly PeriodUsage[] }>;
+  /** Generations the transaction recorded. */
+  committed?: readonly string[];
+}
+
 /** Accounts and their credit entries. */
 export interface Accounts {
   createAccount(input: NewAccount): Promise<Account>;
+  /** The account as committed to the ledger (charges still queued are not in it). */
   getAccount(id: string): Promise<Account | undefined>;
+  /**
+   * One consistent read of an account's money and, when asked, a key's usage in `periods` (a period
+   * without usage reads as zero), stamped with the account's commit sequence number.
+   */
+  moneySnapshot(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<LedgerUpdate | undefined>;
   /** Adds a credit entry and moves the balance (and total_purchased for purchases). */
   addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined>;
 }
@@ -110,6 +140,7 @@ export interface Keys {
   listKeys(accountId: string): Promise<KeyRecord[]>;
   updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined>;
   deleteKey(hash: string): Promise<boolean>;
+  /** The key's usage as committed to the ledger, per period of `at`. */
   keyUsage(hash: string, at: number): Promise<KeyUsage>;
 }
 
@@ -134,10 +165,8 @@ export interface Charges {
    * waits until the charge is written (backpressure).
    */
   awaitDurable(written: Promise<void>): Promise<boolean>;
-  /** Writes every queued charge. (Reads see queued charges without it.) */
+  /** Writes every queued charge. */
   flush(): Promise<void>;
-  /** Moves whenever this process changes money or keys: a read made at an unchanged version is current. */
-  readonly version: number;
   /**
    * Writes every queued charge, retrying until the shutdown deadline, and closes. Answers with the
    * charges it could not write, for the caller to log in full so that they can be replayed.

@@ -89,6 +89,17 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('generations').addColumn('usage_source', 'text').execute();
     },
   },
+  '0003_account_seq': {
+    // The account's commit sequence number: every transaction that changes its money (a group commit
+    // that charges it, a credit entry) moves it by one, so that a view of the account stamped with it
+    // is known to be newer or older than another (the limits store keeps the newest).
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .alterTable('accounts')
+        .addColumn('seq', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

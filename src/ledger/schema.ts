@@ -1,4 +1,5 @@
 /** Table shapes as Kysely sees them. Money columns are BIGINT nanocredits; times are epoch ms. */
+import type { Generated } from 'kysely';
 type Int = number | bigint | string;
 
 export interface AccountsTable {
@@ -10,6 +11,7 @@ export interface AccountsTable {
   total_usage: Int;
   created_at: Int;
   free_model_limits_exempt: Int;
+  seq: Generated<Int>;
 }
 
 export interface CreditEntriesTable {

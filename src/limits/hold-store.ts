@@ -1,4 +1,7 @@
+import type { LedgerUpdate } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
+
+export type { AccountSnapshot, LedgerUpdate, PeriodUsage } from '../ledger/ledger.js';
 
 /**
  * The money view every gateway process admits against, and the holds of the requests running now.
@@ -23,30 +26,6 @@ import type { Nano } from '../ledger/money.js';
  *
  * Implementations sit beside this file (in process, Redis); core code imports only this one.
  */
-
-/** The ledger's view of an account as of commit `seq`. */
-export interface AccountSnapshot {
-  seq: bigint;
-  balance: Nano;
-  totalUsage: Nano;
-}
-
-/** A key's usage in one period (`all`, `d:YYYY-MM-DD`, `w:YYYY-MM-DD`, `m:YYYY-MM`) as of commit `seq`. */
-export interface PeriodUsage {
-  seq: bigint;
-  period: string;
-  usage: Nano;
-  byokUsage: Nano;
-}
-
-/** What a ledger transaction (a group commit, a credit entry) or a fresh read says of one account. */
-export interface LedgerUpdate {
-  accountId: string;
-  account?: AccountSnapshot;
-  keys?: ReadonlyArray<{ hash: string; periods: readonly PeriodUsage[] }>;
-  /** Generations this transaction recorded: their pending charges go. */
-  committed?: readonly string[];
-}
 
 /** The periods a charge counts in, as `periodKeys` names them. */
 export interface ChargePeriods {
@@ -118,6 +97,8 @@ export interface MoneyView {
   /** The key's usage per period asked for (charged and pending), when every one is known. */
   keyUsage: Map<string, { usage: Nano; byokUsage: Nano }> | undefined;
   budgetHeld: Nano;
+  /** What running requests hold against the balance. */
+  runningHeld: Nano;
 }
 
 export interface HoldStore {

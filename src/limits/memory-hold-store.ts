@@ -190,7 +190,7 @@ export class MemoryHoldStore implements HoldStore {
         keyUsage.set(period, keyPeriodUsage(field, key.hash, period, s.pending.values()));
       }
     }
-    return { balance, totalUsage, keyUsage, budgetHeld: this.held(s, BUDGET) };
+    return { balance, totalUsage, keyUsage, budgetHeld: this.held(s, BUDGET), runningHeld: this.held(s, BALANCE) };
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Counter, CounterStore, HitResult } from './counter-store.js';
+import { withinDeadline } from './limits-unavailable.js';
 
 /**
  * Slack added to a counter's lifetime in Redis, so that a process whose clock runs a little behind
@@ -34,6 +35,8 @@ interface WithHit extends Redis {
 export interface RedisCounterStoreOptions {
   /** Prepended to every key, so that several gateways (or tests) can share one Redis. */
   prefix?: string;
+  /** How long a check waits for Redis before it fails closed (503 limits_unavailable). */
+  timeoutMs?: number;
 }
 
 /**
@@ -44,9 +47,11 @@ export interface RedisCounterStoreOptions {
 export class RedisCounterStore implements CounterStore {
   private readonly redis: WithHit;
   private readonly prefix: string;
+  private readonly timeoutMs: number;
 
   constructor(redis: Redis, options: RedisCounterStoreOptions = {}) {
     this.prefix = options.prefix ?? 'tollgate:';
+    this.timeoutMs = options.timeoutMs ?? 2000;
     if (!('tollgateCounterHit' in redis)) redis.defineCommand('tollgateCounterHit', { lua: HIT });
     this.redis = redis as WithHit;
   }
@@ -56,14 +61,14 @@ export class RedisCounterStore implements CounterStore {
     const keys = counters.map((c) => this.prefix + c.key);
     const limits = counters.map((c) => c.limit);
     const lifetimes = counters.map((c) => Math.max(1, c.resetAt - now) + EXPIRY_SLACK_MS);
-    const r = await this.redis.tollgateCounterHit(keys.length, ...keys, ...limits, ...lifetimes);
+    const r = await withinDeadline(this.timeoutMs, () => this.redis.tollgateCounterHit(keys.length, ...keys, ...limits, ...lifetimes));
     if (r[0] === 1) return { ok: true, counts: r.slice(1).map(Number) };
     return { ok: false, failed: Number(r[1]), count: Number(r[2]) };
   }
 
   async peek(keys: readonly string[]): Promise<number[]> {
     if (keys.length === 0) return [];
-    const values = await this.redis.mget(...keys.map((k) => this.prefix + k));
+    const values = await withinDeadline(this.timeoutMs, () => this.redis.mget(...keys.map((k) => this.prefix + k)));
     return values.map((v) => (v === null ? 0 : Number(v)));
   }
 

@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
 import type { AdmitRequest, AdmitResult, ChargePeriods, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
 import { withinDeadline } from './limits-unavailable.js';
-import { ADMIT, PUT, RECORD, RENEW, SETTLE, VIEW } from './redis-hold-scripts.js';
+import { ADMIT, PUT, RECORD, RENEW, SETTLE, VIEW } from './hold-scripts.js';
 
 const BASE = 1_000_000_000n;
 
@@ -62,7 +62,7 @@ export interface RedisHoldStoreOptions {
 
 /**
  * Holds and the money view in Redis (see hold-store.ts for the rules): every gateway process on one
- * Redis admits against one view, each check-and-update one Lua script (redis-hold-scripts.ts) on the
+ * Redis admits against one view, each check-and-update one Lua script (hold-scripts.ts) on the
  * account's keys, which share a hash tag and so one Redis Cluster slot. Time is Redis's own.
  *
  * The store keeps a mirror of this process's running and settling holds and pending charges: a write
@@ -135,7 +135,9 @@ export class RedisHoldStore implements HoldStore {
     else args.push('', '', '0', '0', '0', '0', '0');
     args.push(...(req.balance === undefined ? ['', '0', '0'] : ['1', ...parts(req.balance)]));
     const b = req.budget;
-    args.push(...(b ? ['1', ...parts(b.amount), ...parts(b.threshold), b.fractionPpm.toString(), ...parts(b.ceiling)] : ['', '0', '0', '0', '0', '0', '0', '0']));
+    args.push(
+      ...(b ? ['1', ...parts(b.amount), ...parts(b.threshold), b.fractionPpm.toString(), ...parts(b.ceiling)] : ['', '0', '0', '0', '0', '0', '0', '0']),
+    );
     let r: string[];
     try {
       r = (await withinDeadline(this.timeoutMs, () => this.call('tollgateAdmit', req.accountId, args))) as string[];
@@ -255,7 +257,7 @@ export class RedisHoldStore implements HoldStore {
     if (key) {
       keyUsage = new Map();
       for (let i = 0; i < key.periods.length; i++) {
-        const at = 6 + 4 * i;
+        const at = 8 + 4 * i;
         if (a(at) === 'missing') {
           keyUsage = undefined;
           break;
@@ -263,7 +265,7 @@ export class RedisHoldStore implements HoldStore {
         keyUsage.set(key.periods[i] as string, { usage: whole(a(at), a(at + 1)), byokUsage: whole(a(at + 2), a(at + 3)) });
       }
     }
-    return { balance: whole(a(0), a(1)), totalUsage: whole(a(2), a(3)), keyUsage, budgetHeld: whole(a(4), a(5)) };
+    return { balance: whole(a(0), a(1)), totalUsage: whole(a(2), a(3)), keyUsage, budgetHeld: whole(a(4), a(5)), runningHeld: whole(a(6), a(7)) };
   }
 
   /** Keeps a request in the mirror while it has anything in Redis. */

@@ -19,34 +19,36 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   // Readiness, for load balancers (CONTRACT §8): the ledger answers, within READY_TIMEOUT_MS.
   app.get('/health/ready', async () => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
-    });
-    try {
-      await Promise.race([ledger.ping(), timeout]);
-    } catch (err) {
-      deps.logger.warn({ err: (err as Error).message }, 'readiness check: the ledger does not answer');
-      throw new GatewayError('unavailable', 'not ready: the ledger does not answer', {
-        metadata: { reason: 'ledger_unavailable' },
-        headers: { 'retry-after': '1' },
+    for (const probe of deps.readiness) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
       });
-    } finally {
-      clearTimeout(timer);
+      try {
+        await Promise.race([probe.check(), timeout]);
+      } catch (err) {
+        deps.logger.warn({ err: (err as Error).message }, `readiness check: ${probe.what} does not answer`);
+        throw new GatewayError('unavailable', `not ready: ${probe.what} does not answer`, {
+          metadata: { reason: probe.reason },
+          headers: { 'retry-after': '1' },
+        });
+      } finally {
+        clearTimeout(timer);
+      }
     }
     return { status: 'ok' };
   });
 
   app.get('/api/v1/key', async (req) => {
     const key = await authenticateKey(req, ledger, clock);
-    const [account, usage] = await Promise.all([accountOfKey(ledger, key), ledger.keyUsage(key.hash, clock.now())]);
-    const freeRequestsToday = await deps.freeRequestsToday(account.id);
-    return { data: keyStatusView(config, key, usage, account, freeRequestsToday) };
+    const account = await accountOfKey(ledger, key);
+    const [money, freeRequestsToday] = await Promise.all([deps.money.keyView(account.id, key.hash), deps.freeRequestsToday(account.id)]);
+    return { data: keyStatusView(config, key, money.key, { ...account, balance: money.balance, totalUsage: money.totalUsage }, freeRequestsToday) };
   });
 
   app.get('/api/v1/credits', async (req) => {
     const key = await authenticateKey(req, ledger, clock);
-    const account = await accountOfKey(ledger, key);
+    const account = await deps.money.account(await accountOfKey(ledger, key));
     return {
       data: {
         total_credits: creditsToJson(account.balance + account.totalUsage),

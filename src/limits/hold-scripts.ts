@@ -1,5 +1,5 @@
 /**
- * The Redis hold store's Lua scripts. Every script works on one account's five keys (KEYS, all with
+ * The Redis hold store's Lua scripts (redis-hold-store.ts). Every script works on one account's five keys (KEYS, all with
  * the account's hash tag, so they sit in one Redis Cluster slot):
  *   KEYS[1] s  HASH snapshots: `a` → "seq balHi balLo usageHi usageLo"; `k|HASH|PERIOD` → "seq uHi uLo bHi bLo"
  *   KEYS[2] h  HASH holds: `SCOPE|ID` → "hi lo until settling"
@@ -268,7 +268,7 @@ return fmt(now)
 
 /**
  * ARGV: now, keyHash ('' for none), then periods. Answers {'none'} without an account snapshot, else
- * {balHi, balLo, usageHi, usageLo, budgetHeldHi, budgetHeldLo, then per period: uHi, uLo, bHi, bLo or
+ * {balHi, balLo, usageHi, usageLo, budgetHeldHi, budgetHeldLo, runningHeldHi, runningHeldLo, then per period: uHi, uLo, bHi, bLo or
  * 'missing' four times}.
  */
 export const VIEW = `${COMMON}
@@ -277,7 +277,8 @@ local pend = pendings()
 local bh, bl, uh, ul = money(pend)
 if bh == nil then return { 'none' } end
 local hh, hl = total('b')
-local out = { fmt(bh), fmt(bl), fmt(uh), fmt(ul), fmt(hh), fmt(hl) }
+local rh, rl = total('r')
+local out = { fmt(bh), fmt(bl), fmt(uh), fmt(ul), fmt(hh), fmt(hl), fmt(rh), fmt(rl) }
 for i = 3, #ARGV do
   local kuh, kul, kbh, kbl = key_usage(ARGV[2], ARGV[i], pend)
   if kuh == nil then
