@@ -23,6 +23,8 @@ interface AccountState {
   scopes: Map<string, Scope>;
 }
 
+/** Accounts kept at most before the idle ones are forgotten (their snapshots reload from the ledger). */
+const MAX_ACCOUNTS = 100_000;
 const BUDGET = 'b';
 const BALANCE = 'r';
 const keyScope = (hash: string) => `k:${hash}`;
@@ -40,10 +42,20 @@ export class MemoryHoldStore implements HoldStore {
   private state(accountId: string): AccountState {
     let s = this.accounts.get(accountId);
     if (!s) {
+      if (this.accounts.size >= MAX_ACCOUNTS) this.forgetIdle();
       s = { account: undefined, keys: new Map(), pending: new Map(), scopes: new Map() };
       this.accounts.set(accountId, s);
     }
     return s;
+  }
+
+  /** Forgets the accounts that hold nothing: their snapshots are read from the ledger again when needed. */
+  private forgetIdle(): void {
+    const now = this.clock.now();
+    for (const [id] of this.accounts) {
+      const s = this.live(id, now);
+      if (s.scopes.size === 0 && s.pending.size === 0) this.accounts.delete(id);
+    }
   }
 
   /** The account's state with every lapsed hold and pending charge dropped. */
