@@ -182,24 +182,24 @@ export class RedisHoldStore implements HoldStore {
   }
 
   async settle(req: SettleRequest): Promise<void> {
+    // The mirror changes first, so that a commit recorded while this script is on its way (which
+    // drops the pending charge) is never undone by this settlement's answer.
     const m = this.mirror.get(req.id) ?? { accountId: req.accountId, keyHash: req.keyHash };
-    const apply = (now: number) => {
-      m.keyHash = req.keyHash;
-      m.b = m.b && req.cost > 0n ? { amount: req.cost, until: now + req.windowMs, settling: true } : undefined;
-      m.r = undefined;
-      m.k = undefined;
-      m.pending =
-        req.cost > 0n || req.byokUsage > 0n ? { cost: req.cost, byokUsage: req.byokUsage, periods: req.periods, until: now + req.leaseMs } : undefined;
-      this.keep(req.id, m);
-    };
+    const estimated = this.estimatedNow();
+    const settling = m.b && req.cost > 0n ? { amount: req.cost, until: estimated + req.windowMs, settling: true } : undefined;
+    const pending =
+      req.cost > 0n || req.byokUsage > 0n ? { cost: req.cost, byokUsage: req.byokUsage, periods: req.periods, until: estimated + req.leaseMs } : undefined;
+    Object.assign(m, { keyHash: req.keyHash, b: settling, r: undefined, k: undefined, pending });
+    this.keep(req.id, m);
     const args = [req.id, ...parts(req.cost), ...parts(req.byokUsage), req.keyHash, req.periods.daily, req.periods.weekly, req.periods.monthly];
     args.push(String(req.windowMs), String(req.leaseMs));
     try {
       const now = Number(await withinDeadline(this.timeoutMs, () => this.call('tollgateSettle', req.accountId, args)));
       this.saw(now);
-      apply(now);
+      // Redis's own deadlines, for when the mirror is put back.
+      if (settling && m.b === settling) settling.until = now + req.windowMs;
+      if (pending && m.pending === pending) pending.until = now + req.leaseMs;
     } catch (err) {
-      apply(this.estimatedNow());
       this.dirty.add(req.id);
       this.options.onError?.(err);
     }
