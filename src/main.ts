@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
 import { Agent } from 'undici';
 import { Admission } from './admission/admission.js';
 import { DdosGuard } from './admission/ddos-guard.js';
@@ -7,12 +8,18 @@ import { AdminService } from './admin/admin-service.js';
 import { ChatService } from './chat/chat-service.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
+import type { ChangeFeed } from './events/change-feed.js';
+import { MemoryChangeFeed } from './events/memory-change-feed.js';
+import { RedisChangeFeed } from './events/redis-change-feed.js';
 import { buildApp } from './http/app.js';
 import { Inflight } from './http/inflight.js';
+import { CachedAccounts } from './ledger/cached-accounts.js';
+import { CachedKeys } from './ledger/cached-keys.js';
 import { openDatabase } from './ledger/database.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
 import { toChargeRecord, UNWRITTEN_CHARGE } from './ledger/charge-record.js';
-import type { Charge, Ledger } from './ledger/ledger.js';
+import type { Accounts, Charge, Ledger } from './ledger/ledger.js';
+import { ledgerFromRoles } from './ledger/ledger-from-roles.js';
 import { migrateToLatest } from './ledger/migrations.js';
 import { MemoryCounterStore } from './limits/memory-counter-store.js';
 import { MemoryHoldStore } from './limits/memory-hold-store.js';
@@ -29,6 +36,10 @@ import { SecretBox } from './security/secret-box.js';
 
 /** How often shutdown closes keep-alive connections that went idle. */
 const IDLE_SWEEP_MS = 50;
+/** How long start waits for the change feed to be live before serving anyway (caches then keep entries ≤ 1 s). */
+const FEED_START_WAIT_MS = 2_000;
+/** How often the Redis change feed pings itself: a subscription that went silent is noticed within two. */
+const FEED_HEARTBEAT_MS = 500;
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -42,6 +53,7 @@ export interface GatewayOptions {
 export interface Gateway {
   app: FastifyInstance;
   config: Config;
+  /** The ledger itself, without the caches: its writes are not published on the change feed (admin work goes through `admin`). */
   ledger: Ledger;
   admin: AdminService;
   adminToken: string;
@@ -57,6 +69,69 @@ async function settingOrCreate(ledger: Ledger, name: string, make: () => string)
   const value = make();
   await ledger.setSetting(name, value);
   return { value, created: true };
+}
+
+/** Redis connections of this process; the URL (which may carry a password) is never logged. */
+interface RedisConnections {
+  /** Commands (and publishing changes). */
+  client: Redis;
+  /** The change feed's subscription: a connection that subscribes can send nothing else. */
+  subscriber: Redis;
+  close(): void;
+}
+
+function connectRedis(url: string, logger: Logger): RedisConnections {
+  const client = new Redis(url, {
+    // A command fails after one reconnection attempt, or after commandTimeout when Redis stops
+    // answering, instead of waiting for Redis without bound.
+    maxRetriesPerRequest: 1,
+    commandTimeout: 2_000,
+    connectTimeout: 2_000,
+  });
+  const subscriber = client.duplicate();
+  // Without a listener ioredis prints each error itself; these are logged once per message kind and connection state.
+  for (const [name, c] of [
+    ['commands', client],
+    ['subscriber', subscriber],
+  ] as const) {
+    let last = '';
+    c.on('error', (err: Error) => {
+      if (err.message === last) return;
+      last = err.message;
+      logger.warn({ connection: name, err: { message: err.message } }, 'Redis connection error (retrying)');
+    });
+    c.on('ready', () => (last = ''));
+  }
+  return {
+    client,
+    subscriber,
+    close() {
+      client.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}
+
+/** The change feed: in process without Redis, Redis pub/sub with it (waiting a moment for it to be live). */
+async function startChangeFeed(config: Config, redis: RedisConnections | undefined, clock: Clock, logger: Logger): Promise<ChangeFeed> {
+  if (!redis) return new MemoryChangeFeed();
+  let wasLive = false;
+  const feed = new RedisChangeFeed(redis.client, redis.subscriber, {
+    prefix: config.redis_key_prefix,
+    heartbeat: { clock, intervalMs: FEED_HEARTBEAT_MS },
+    onError: (err) => logger.warn({ err }, 'change feed: a change could not be sent to the other processes (their caches drop it within seconds)'),
+    onLiveChange: (live) => {
+      if (live && wasLive) logger.info('change feed live again: caches were emptied, as changes may have been missed');
+      else if (!live) logger.warn('change feed not live: changes made through other processes show here within 1 s (caches keep entries ≤ 1 s)');
+      wasLive ||= live;
+    },
+  });
+  feed.start();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([feed.untilLive(), new Promise((resolve) => (timer = setTimeout(resolve, FEED_START_WAIT_MS)))]);
+  clearTimeout(timer);
+  if (!feed.live) logger.warn('change feed not live yet (Redis does not answer): caches keep entries ≤ 1 s until it is');
+  return feed;
 }
 
 function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapter> {
@@ -114,28 +189,46 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     }
   }
 
+  const redis = config.redis_url ? connectRedis(config.redis_url, logger) : undefined;
+  const feed = await startChangeFeed(config, redis, clock, logger);
+  // Caches around the ledger's reads, kept fresh by the change feed (CONTRACT §8: admin changes reach
+  // every process within 1 s). Writes go through them, so that each is published.
+  const now = () => clock.now();
+  const keys = new CachedKeys(ledger, feed, { now });
+  const accounts = new CachedAccounts(ledger, feed, { now });
+  const roles = { accounts, keys, byokSecrets: ledger, charges: accounts.tracking(ledger), generations: ledger, settings: ledger, health: ledger };
+  const cachedLedger = ledgerFromRoles(roles);
+  // Admission admits money against the balance: read from the ledger itself, never from the cache
+  // (a cached balance may lag other processes' charges).
+  const ledgerAccounts: Accounts = {
+    getAccount: (id) => ledger.getAccount(id),
+    createAccount: (input) => accounts.createAccount(input),
+    addCredits: (id, amount, kind, at) => accounts.addCredits(id, amount, kind, at),
+  };
+  const moneyLedger = ledgerFromRoles({ ...roles, accounts: ledgerAccounts });
+
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
-  const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
+  const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), feed, { now });
   const holds = new MemoryHoldStore();
   const counters = new MemoryCounterStore();
   const freeLimits = new FreeModelLimits(counters, config, clock);
   const ddos = new DdosGuard(counters, config.limits.ddos.per_ip_per_second, clock);
   const cooldowns = new Cooldowns(clock, config.routing.max_cooldown_ms);
-  const admission = new Admission({ holds, ledger, clock, config });
+  const admission = new Admission({ holds, ledger: moneyLedger, clock, config });
   const searchAgent = config.plugins.web ? new Agent({ keepAliveTimeout: 30_000 }) : undefined;
   const webSearch =
     config.plugins.web && searchAgent
       ? new WebSearch({ searchUrl: config.plugins.web.search_url, maxResults: config.plugins.web.max_results, timeoutMs: 10_000, dispatcher: searchAgent })
       : undefined;
-  const admin = new AdminService(ledger, vault, clock, config, admission);
-  const chat = new ChatService({ config, catalog, providers, ledger, vault, clock, admission, freeLimits, cooldowns, webSearch, logger });
+  const admin = new AdminService(cachedLedger, vault, clock, config, admission);
+  const chat = new ChatService({ config, catalog, providers, ledger: moneyLedger, vault, clock, admission, freeLimits, cooldowns, webSearch, logger });
   const inflight = new Inflight();
   const app = buildApp({
     config,
     clock,
     logger,
-    ledger,
+    ledger: cachedLedger,
     catalog,
     chat,
     admin,
@@ -175,6 +268,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         await holds.close();
         await counters.close();
         await searchAgent?.close();
+        keys.close();
+        accounts.close();
+        vault.close();
+        await feed.close();
+        redis?.close();
         await Promise.all([...providers.values()].map((p) => p.close().catch(() => undefined)));
       }
       // Charges the ledger could not take before the deadline: one line each, in full, to replay.

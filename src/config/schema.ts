@@ -212,6 +212,11 @@ export const configSchema = z
       .string()
       .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
       .optional(),
+    /**
+     * Prepended to every key and channel the gateway uses in Redis, so that several deployments (or
+     * tests) can share one Redis. Every process of one deployment must use the same prefix.
+     */
+    redis_key_prefix: z.string().min(1).default('tollgate:'),
     admin_token: z.string().min(1).optional(),
     secrets_key: z
       .string()

@@ -53,6 +53,8 @@ export class RedisChangeFeed implements ChangeFeed {
   /** Pings sent, and the last of this feed's pings heard back. */
   private pings = 0;
   private heard = 0;
+  /** Pings sent up to the last heartbeat: by the next one, the last of them must have come back. */
+  private due = 0;
   /** Pings sent before the subscriber's connection last closed: hearing one proves nothing about the new one. */
   private pingsBeforeClose = 0;
   private started = false;
@@ -80,7 +82,9 @@ export class RedisChangeFeed implements ChangeFeed {
     this.subscriber.on('message', this.onMessage);
     this.subscriber.on('close', this.onClose);
     this.subscriber.on('ready', this.onReady);
-    void this.join();
+    // A connection not ready yet joins when it is ('ready'); a lazy one is told to connect.
+    if (this.subscriber.status === 'ready') void this.join();
+    else if (this.subscriber.status === 'wait') this.subscriber.connect().catch(() => undefined);
     this.scheduleBeat();
   }
 
@@ -139,10 +143,12 @@ export class RedisChangeFeed implements ChangeFeed {
     this.timer = hb.clock.schedule(hb.intervalMs, () => {
       this.timer = undefined;
       if (this.closed) return;
-      // The last ping has had a whole interval to come back: if it has not, changes may not be arriving.
-      if (this.heard < this.pings) this.setLive(false);
+      // The pings sent by the last beat have had a whole interval to come back: if they have not,
+      // changes may not be arriving either.
+      if (this.heard < this.due) this.setLive(false);
       if (this.isLive) this.ping().catch(() => undefined);
       else void this.join();
+      this.due = this.pings;
       this.scheduleBeat();
     });
   }
