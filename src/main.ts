@@ -194,7 +194,10 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   // Caches around the ledger's reads, kept fresh by the change feed (CONTRACT §8: admin changes reach
   // every process within 1 s). Writes go through them, so that each is published.
   const now = () => clock.now();
-  const keys = new CachedKeys(ledger, feed, { now });
+  // Without Redis no feed reaches the CLI's verbs (other processes on the same database): entries live
+  // 1 s, so that their changes too show within 1 s. With it, the feed drops changed entries at once.
+  const liveTtlMs = redis ? 5_000 : 1_000;
+  const keys = new CachedKeys(ledger, feed, { now, liveTtlMs });
   const accounts = new CachedAccounts(ledger, feed, { now });
   const roles = { accounts, keys, byokSecrets: ledger, charges: accounts.tracking(ledger), generations: ledger, settings: ledger, health: ledger };
   const cachedLedger = ledgerFromRoles(roles);
@@ -209,7 +212,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
 
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
-  const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), feed, { now });
+  const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), feed, { now, liveTtlMs });
   const holds = new MemoryHoldStore();
   const counters = new MemoryCounterStore();
   const freeLimits = new FreeModelLimits(counters, config, clock);

@@ -36,9 +36,10 @@ async function freePort(): Promise<number> {
 const running = new Set<ChildProcess>();
 let exitHookInstalled = false;
 
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+/** Starts one; `args` are added to redis-server's (e.g. `['--requirepass', pw]`). */
+export async function startPrivateRedis(args: string[] = []): Promise<PrivateRedis> {
   const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(proc);
