@@ -114,7 +114,7 @@ export class RedisChangeFeed implements ChangeFeed {
     this.subscriber.off('message', this.onMessage);
     this.subscriber.off('close', this.onClose);
     this.subscriber.off('ready', this.onReady);
-    this.setLive(false);
+    this.isLive = false; // closing is no outage: nobody is told
     this.listeners.clear();
     this.waiters = [];
     if (this.subscriber.status === 'ready') await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
