@@ -1,6 +1,6 @@
 // ESLint: typescript-eslint's recommended rules, plus the dependency direction of DESIGN.md encoded as
 // import restrictions. Layers, innermost first:
-//   errors, clock, config, observability, tokenizer            (leaves: import nothing of the app)
+//   errors, clock, config, observability, tokenizer, events    (leaves: import nothing of the app)
 //   ledger, limits, providers, security, plugins               (stores and adapters)
 //   admission, routing                                         (decisions)
 //   chat, admin                                                (services)
@@ -23,7 +23,7 @@ const outward = {
 
 /** Concrete implementations: only main.ts builds them. */
 const concrete = {
-  regex: '(kysely-ledger|memory-[a-z-]+-store|redis-[a-z-]+|openai-provider|demo-provider|ledger/database|ledger/migrations)(\\.js)?$',
+  regex: '(kysely-ledger|memory-[a-z-]+-store|memory-change-feed|redis-[a-z-]+|openai-provider|demo-provider|ledger/database|ledger/migrations)(\\.js)?$',
   message: 'only src/main.ts picks concrete implementations; import the interface at the top of the folder',
 };
 
@@ -57,7 +57,7 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
-  restrict(['src/errors.ts', 'src/clock.ts', 'src/config/**', 'src/observability/**', 'src/tokenizer/**'], outward.leaves, framework),
+  restrict(['src/errors.ts', 'src/clock.ts', 'src/config/**', 'src/observability/**', 'src/tokenizer/**', 'src/events/**'], outward.leaves, framework),
   restrict(['src/{ledger,limits,providers,security,plugins}/**'], outward.stores, framework),
   restrict(['src/{admission,routing}/**'], outward.decisions, framework),
   restrict(['src/{chat,admin}/**'], outward.services, framework),

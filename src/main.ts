@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { Agent } from 'undici';
 import { Redis } from 'ioredis';
+import { Agent } from 'undici';
 import { AccountMoney } from './admission/account-money.js';
 import { Admission } from './admission/admission.js';
 import { DdosGuard } from './admission/ddos-guard.js';
@@ -9,12 +9,18 @@ import { AdminService } from './admin/admin-service.js';
 import { ChatService } from './chat/chat-service.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
+import type { ChangeFeed } from './events/change-feed.js';
+import { MemoryChangeFeed } from './events/memory-change-feed.js';
+import { RedisChangeFeed } from './events/redis-change-feed.js';
 import { buildApp } from './http/app.js';
 import { Inflight } from './http/inflight.js';
+import { CachedAccounts } from './ledger/cached-accounts.js';
+import { CachedKeys } from './ledger/cached-keys.js';
 import { openDatabase } from './ledger/database.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
 import { toChargeRecord, UNWRITTEN_CHARGE } from './ledger/charge-record.js';
 import type { Charge, Ledger, LedgerUpdate } from './ledger/ledger.js';
+import { ledgerFromRoles } from './ledger/ledger-from-roles.js';
 import { migrateToLatest } from './ledger/migrations.js';
 import { MemoryCounterStore } from './limits/memory-counter-store.js';
 import type { CounterStore } from './limits/counter-store.js';
@@ -35,6 +41,10 @@ import { SecretBox } from './security/secret-box.js';
 
 /** How often shutdown closes keep-alive connections that went idle. */
 const IDLE_SWEEP_MS = 50;
+/** How long start waits for the change feed to be live before serving anyway (caches then keep entries ≤ 1 s). */
+const FEED_START_WAIT_MS = 2_000;
+/** How often the Redis change feed pings itself: a subscription that went silent is noticed within two. */
+const FEED_HEARTBEAT_MS = 500;
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -48,6 +58,7 @@ export interface GatewayOptions {
 export interface Gateway {
   app: FastifyInstance;
   config: Config;
+  /** The ledger itself, without the caches: its writes are not published on the change feed (admin work goes through `admin`). */
   ledger: Ledger;
   admin: AdminService;
   adminToken: string;
@@ -57,29 +68,70 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/**
- * The Redis client every limits store shares. A command that cannot be sent or answered fails fast
- * (the stores fail closed on it); the client reconnects by itself, at most a second apart.
- */
-function redisClient(url: string, logger: Logger): Redis {
+/** Redis connections of this process; the URL (which may carry a password) is never logged. */
+interface RedisConnections {
+  /** Commands (and publishing changes). */
+  client: Redis;
+  /** The change feed's subscription: a connection that subscribes can send nothing else. */
+  subscriber: Redis;
+  close(): void;
+}
+
+function connectRedis(url: string, logger: Logger): RedisConnections {
   const client = new Redis(url, {
+    // A command fails after one reconnection attempt, or after commandTimeout when Redis stops
+    // answering, instead of waiting for Redis without bound.
     maxRetriesPerRequest: 1,
-    commandTimeout: 2000,
-    connectTimeout: 2000,
+    commandTimeout: 2_000,
+    connectTimeout: 2_000,
+    // Reconnects at most a second apart, so that service resumes within a second of Redis answering.
     retryStrategy: (times) => Math.min(times * 100, 1000),
     enableAutoPipelining: true,
   });
-  let down = false;
-  client.on('error', (err: Error) => {
-    // The message names host and port, never the URL's password.
-    if (!down) logger.warn({ err: err.message }, 'Redis does not answer; requests that need limits get 503 until it does');
-    down = true;
+  const subscriber = client.duplicate();
+  // Without a listener ioredis prints each error itself; these are logged once per message kind and connection state.
+  for (const [name, c] of [
+    ['commands', client],
+    ['subscriber', subscriber],
+  ] as const) {
+    let last = '';
+    c.on('error', (err: Error) => {
+      if (err.message === last) return;
+      last = err.message;
+      logger.warn({ connection: name, err: { message: err.message } }, 'Redis connection error (retrying)');
+    });
+    c.on('ready', () => (last = ''));
+  }
+  return {
+    client,
+    subscriber,
+    close() {
+      client.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}
+
+/** The change feed: in process without Redis, Redis pub/sub with it (waiting a moment for it to be live). */
+async function startChangeFeed(config: Config, redis: RedisConnections | undefined, clock: Clock, logger: Logger): Promise<ChangeFeed> {
+  if (!redis) return new MemoryChangeFeed();
+  let wasLive = false;
+  const feed = new RedisChangeFeed(redis.client, redis.subscriber, {
+    prefix: config.redis_key_prefix,
+    heartbeat: { clock, intervalMs: FEED_HEARTBEAT_MS },
+    onError: (err) => logger.warn({ err }, 'change feed: a change could not be sent to the other processes (their caches drop it within seconds)'),
+    onLiveChange: (live) => {
+      if (live && wasLive) logger.info('change feed live again: caches were emptied, as changes may have been missed');
+      else if (!live) logger.warn('change feed not live: changes made through other processes show here within 1 s (caches keep entries ≤ 1 s)');
+      wasLive ||= live;
+    },
   });
-  client.on('ready', () => {
-    if (down) logger.info('Redis answers again');
-    down = false;
-  });
-  return client;
+  feed.start();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([feed.untilLive(), new Promise((resolve) => (timer = setTimeout(resolve, FEED_START_WAIT_MS)))]);
+  clearTimeout(timer);
+  if (!feed.live) logger.warn('change feed not live yet (Redis does not answer): caches keep entries ≤ 1 s until it is');
+  return feed;
 }
 
 function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapter> {
@@ -102,7 +154,6 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const logger = options.logger ?? createLogger(config.log_level);
   const db = openDatabase(config.database_url);
   await migrateToLatest(db);
-  const redis = config.redis_url ? redisClient(config.redis_url, logger) : undefined;
   // The ledger tells the hold store what each commit did to money; the store is built below.
   let recordCommit: (updates: LedgerUpdate[]) => void = () => undefined;
   const ledger = new KyselyLedger(db, {
@@ -136,13 +187,26 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     }
   }
 
+  const redis = config.redis_url ? connectRedis(config.redis_url, logger) : undefined;
+  const feed = await startChangeFeed(config, redis, clock, logger);
+  // Caches around the ledger's reads, kept fresh by the change feed (CONTRACT §8: admin changes reach
+  // every process within 1 s). Writes go through them, so that each is published.
+  const now = () => clock.now();
+  // Without Redis no feed reaches the CLI's verbs (other processes on the same database): entries live
+  // 1 s, so that their changes too show within 1 s. With it, the feed drops changed entries at once.
+  const liveTtlMs = redis ? 5_000 : 1_000;
+  const keys = new CachedKeys(ledger, feed, { now, liveTtlMs });
+  const accounts = new CachedAccounts(ledger, feed, { now });
+  // Money is never read from these caches: admission and the views take it from the hold store.
+  const cachedLedger = ledgerFromRoles({ accounts, keys, byokSecrets: ledger, charges: ledger, generations: ledger, settings: ledger, health: ledger });
+
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
-  const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), () => clock.now());
+  const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), feed, { now, liveTtlMs });
   const prefix = config.redis_key_prefix;
   const onStoreError = (err: unknown) => logger.warn({ err: (err as Error).message }, 'limits store (Redis) write failed; it is retried');
-  const holds: HoldStore = redis ? new RedisHoldStore(redis, { prefix, onError: onStoreError }) : new MemoryHoldStore(clock);
-  const counters: CounterStore = redis ? new RedisCounterStore(redis, { prefix }) : new MemoryCounterStore();
+  const holds: HoldStore = redis ? new RedisHoldStore(redis.client, { prefix, onError: onStoreError }) : new MemoryHoldStore(clock);
+  const counters: CounterStore = redis ? new RedisCounterStore(redis.client, { prefix }) : new MemoryCounterStore();
   recordCommit = (updates) => updates.forEach((u) => void holds.record(u));
   const money = new AccountMoney(holds, ledger, clock);
   const freeLimits = new FreeModelLimits(counters, config, clock);
@@ -154,14 +218,14 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     config.plugins.web && searchAgent
       ? new WebSearch({ searchUrl: config.plugins.web.search_url, maxResults: config.plugins.web.max_results, timeoutMs: 10_000, dispatcher: searchAgent })
       : undefined;
-  const admin = new AdminService(ledger, vault, clock, config, admission, money);
-  const chat = new ChatService({ config, catalog, providers, ledger, vault, clock, admission, freeLimits, cooldowns, webSearch, logger });
+  const admin = new AdminService(cachedLedger, vault, clock, config, admission, money);
+  const chat = new ChatService({ config, catalog, providers, ledger: cachedLedger, vault, clock, admission, freeLimits, cooldowns, webSearch, logger });
   const inflight = new Inflight();
   const app = buildApp({
     config,
     clock,
     logger,
-    ledger,
+    ledger: cachedLedger,
     catalog,
     chat,
     admin,
@@ -171,7 +235,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     money,
     readiness: [
       { what: 'the ledger', reason: 'ledger_unavailable', check: () => ledger.ping() },
-      ...(redis ? [{ what: 'Redis', reason: 'limits_unavailable' as const, check: () => redis.ping() }] : []),
+      ...(redis ? [{ what: 'Redis', reason: 'limits_unavailable' as const, check: () => redis.client.ping() }] : []),
     ],
     freeRequestsToday: (accountId) => freeLimits.usedToday(accountId),
   });
@@ -205,8 +269,12 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         unwritten = await ledger.close();
         await holds.close();
         await counters.close();
-        redis?.disconnect();
         await searchAgent?.close();
+        keys.close();
+        accounts.close();
+        vault.close();
+        await feed.close();
+        redis?.close();
         await Promise.all([...providers.values()].map((p) => p.close().catch(() => undefined)));
       }
       // Charges the ledger could not take before the deadline: one line each, in full, to replay.

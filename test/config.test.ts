@@ -24,6 +24,12 @@ describe('config', () => {
     expect(Object.isFrozen(c.limits)).toBe(true);
   });
 
+  it('prefixes Redis keys and channels with redis_key_prefix, "tollgate:" unless set', () => {
+    expect(loadConfig(undefined, {}).redis_key_prefix).toBe('tollgate:');
+    expect(loadConfig(tmp('redis_key_prefix: "team-a:"\n'), {}).redis_key_prefix).toBe('team-a:');
+    expect(() => loadConfig(tmp('redis_key_prefix: ""\n'), {})).toThrow(/redis_key_prefix/);
+  });
+
   it('replaces ${NAME} with the environment, and drops a value that is only an unset variable', () => {
     const file = tmp(
       `admin_token: \${ADMIN}\nproviders:\n  - { id: acme, type: openai, base_url: "http://\${HOST}:9100/v1", api_key: "\${ACME_KEY}" }\nmodels:\n  - { id: a/b, endpoints: [{ provider: acme, model: b }] }\n`,

@@ -218,7 +218,10 @@ export const configSchema = z
       .string()
       .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
       .optional(),
-    /** Prepended to every Redis key and channel, so that several gateways (or tests) can share one Redis. */
+    /**
+     * Prepended to every key and channel the gateway uses in Redis, so that several deployments (or
+     * tests) can share one Redis. Every process of one deployment must use the same prefix.
+     */
     redis_key_prefix: z.string().min(1).max(100).default('tollgate:'),
     admin_token: z.string().min(1).optional(),
     secrets_key: z

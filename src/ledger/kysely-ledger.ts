@@ -96,9 +96,6 @@ function toGeneration(row: GenerationsTable): Generation {
   };
 }
 
-/** How long a key read from the database is reused. */
-const KEY_CACHE_MS = 5_000;
-
 interface Queued {
   charge: Charge;
   durable: () => void;
@@ -161,9 +158,6 @@ export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
   /** Charges queued or being written, by generation id. */
   private readonly pendingCharges = new Map<string, { charge: Charge; written: Promise<void> }>();
-  private readonly keyCache = new Map<string, { at: number; key: KeyRecord }>();
-  /** Moves around every key update or delete; a key read across one is not cached. */
-  private keyChanges = 0;
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -273,23 +267,10 @@ export class KyselyLedger implements Ledger {
     return (await this.findKey(key.hash)) as KeyRecord;
   }
 
-  /**
-   * Keys are read on every request, so found ones are kept for a few seconds. This process drops a
-   * key from the cache when it changes it; a change made by another process shows within KEY_CACHE_MS.
-   */
+  /** Reads the key from the database every time: caching is CachedKeys's, which the change feed keeps fresh. */
   async findKey(hash: string): Promise<KeyRecord | undefined> {
-    const hit = this.keyCache.get(hash);
-    if (hit && Date.now() - hit.at < KEY_CACHE_MS) return { ...hit.key };
-    const keyChangesBefore = this.keyChanges;
     const row = await this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
-    if (!row) return undefined;
-    const key = toKey(row);
-    // A row read while this process changed keys may be stale: use it, but do not keep it.
-    if (keyChangesBefore === this.keyChanges) {
-      if (this.keyCache.size >= 10_000) this.keyCache.clear();
-      this.keyCache.set(hash, { at: Date.now(), key });
-    }
-    return { ...key };
+    return row ? toKey(row) : undefined;
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
@@ -305,35 +286,18 @@ export class KyselyLedger implements Ledger {
     if (patch.includeByokInLimit !== undefined) set.include_byok_in_limit = flag(patch.includeByokInLimit);
     if (patch.disabled !== undefined) set.disabled = flag(patch.disabled);
     if (Object.keys(set).length > 0) {
-      await this.changingKey(hash, () => this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute());
+      await this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute();
     }
     return this.findKey(hash);
   }
 
-  /**
-   * A write that changes a key: the cached copy is dropped before and after it, and a key read while
-   * it runs is not cached (see findKey).
-   */
-  private async changingKey<T>(hash: string, write: () => Promise<T>): Promise<T> {
-    this.keyChanges += 1;
-    this.keyCache.delete(hash);
-    try {
-      return await write();
-    } finally {
-      this.keyChanges += 1;
-      this.keyCache.delete(hash);
-    }
-  }
-
   async deleteKey(hash: string): Promise<boolean> {
     await this.flush();
-    return this.changingKey(hash, () =>
-      this.db.transaction().execute(async (trx) => {
-        await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
-        const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
-        return big(res.numDeletedRows) > 0n;
-      }),
-    );
+    return this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
+      const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
+      return big(res.numDeletedRows) > 0n;
+    });
   }
 
   async keyUsage(hash: string, at: number): Promise<KeyUsage> {

@@ -1,38 +1,75 @@
+import type { ChangeFeed } from '../events/change-feed.js';
+import { FeedCache } from '../events/feed-cache.js';
 import type { ByokSecrets } from '../ledger/ledger.js';
 import type { SecretBox } from './secret-box.js';
 
+export interface ByokVaultOptions {
+  /** Milliseconds on a clock that does not go back (the gateway's clock); also stamps stored keys. */
+  now: () => number;
+  /** Accounts whose opened keys are kept at most (default 10,000). */
+  maxEntries?: number;
+  /** How long opened keys are reused while the change feed is live (default 5 s): a safety net only. */
+  liveTtlMs?: number;
+  /** How long they are reused while the feed is not live (default 1 s): CONTRACT §8's bound. */
+  fallbackTtlMs?: number;
+}
+
 /**
  * The accounts' own provider keys (BYOK), sealed at rest and opened only to call a provider. Opened
- * keys are cached per account for `ttlMs`; this process drops an account's entry when its keys change.
+ * keys are cached per account; a key put or removed through any process is published on the change
+ * feed, which drops the account's entry on every process (see FeedCache for the rules).
  */
 export class ByokVault {
-  private readonly cache = new Map<string, { at: number; keys: Map<string, string> }>();
+  private readonly cache: FeedCache<ReadonlyMap<string, string>>;
+  private readonly unsubscribe: () => void;
 
   constructor(
-    private readonly ledger: ByokSecrets,
+    private readonly secrets: ByokSecrets,
     private readonly box: SecretBox,
-    private readonly now: () => number,
-    private readonly ttlMs = 30_000,
-  ) {}
+    private readonly feed: ChangeFeed,
+    private readonly options: ByokVaultOptions,
+  ) {
+    this.cache = new FeedCache(feed, {
+      now: options.now,
+      maxEntries: options.maxEntries ?? 10_000,
+      liveTtlMs: options.liveTtlMs ?? 5_000,
+      fallbackTtlMs: options.fallbackTtlMs ?? 1_000,
+    });
+    this.unsubscribe = feed.subscribe((event) => {
+      if (event.kind === 'byok') this.cache.invalidate(event.accountId);
+      else if (event.kind === 'reset') this.cache.clear();
+    });
+  }
 
-  async keysFor(accountId: string): Promise<ReadonlyMap<string, string>> {
-    const hit = this.cache.get(accountId);
-    if (hit && this.now() - hit.at < this.ttlMs) return hit.keys;
-    const sealed = await this.ledger.byokSecrets(accountId);
-    const keys = new Map<string, string>();
-    for (const [provider, ciphertext] of sealed) keys.set(provider, this.box.open(ciphertext));
-    this.cache.set(accountId, { at: this.now(), keys });
-    return keys;
+  keysFor(accountId: string): Promise<ReadonlyMap<string, string>> {
+    return this.cache.get(accountId, async () => {
+      const sealed = await this.secrets.byokSecrets(accountId);
+      const keys = new Map<string, string>();
+      for (const [provider, ciphertext] of sealed) keys.set(provider, this.box.open(ciphertext));
+      return keys;
+    });
   }
 
   async put(accountId: string, provider: string, apiKey: string): Promise<void> {
-    await this.ledger.putByokSecret(accountId, provider, this.box.seal(apiKey), this.now());
-    this.cache.delete(accountId);
+    const sealed = this.box.seal(apiKey);
+    await this.changing(accountId, () => this.secrets.putByokSecret(accountId, provider, sealed, this.options.now()));
   }
 
-  async remove(accountId: string, provider: string): Promise<boolean> {
-    const removed = await this.ledger.deleteByokSecret(accountId, provider);
-    this.cache.delete(accountId);
-    return removed;
+  remove(accountId: string, provider: string): Promise<boolean> {
+    return this.changing(accountId, () => this.secrets.deleteByokSecret(accountId, provider));
+  }
+
+  /** Stops listening to the feed. */
+  close(): void {
+    this.unsubscribe();
+  }
+
+  /** Writes, then publishes whatever the outcome (a write that failed may still have landed). */
+  private async changing<T>(accountId: string, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } finally {
+      await this.feed.publish({ kind: 'byok', accountId });
+    }
   }
 }

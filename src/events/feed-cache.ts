@@ -1,0 +1,109 @@
+import type { ChangeFeed } from './change-feed.js';
+
+export interface FeedCacheOptions {
+  /** The most entries kept; past it the least recently used goes. */
+  maxEntries: number;
+  /** How long an entry is used while the feed is live: a safety net, as the feed drops changed entries. */
+  liveTtlMs: number;
+  /**
+   * How long an entry is used while the feed is not live (changes from other processes may be missed):
+   * the bound on how late such a change shows here. Entries older than this are not used from the
+   * moment the feed stops being live, whenever they were read.
+   */
+  fallbackTtlMs: number;
+  /** Milliseconds on any clock that does not go back. */
+  now: () => number;
+}
+
+interface Load<V> {
+  promise: Promise<V>;
+  /** `stale` is set when the entry was invalidated while the read ran: its answer may predate the change. */
+  state: { stale: boolean };
+}
+
+/**
+ * A bounded cache of reads (LRU by count, and by age) that the change feed keeps fresh: the owner
+ * calls `invalidate` for each change the feed names and `clear` on `reset`.
+ *
+ * Invariant: an entry is never fresher than what the database held when its read started. A read is
+ * aged from its start, and a read that an invalidation (or a reset) overtook is answered to the
+ * callers that were waiting for it but not kept: it may have seen the row before the change. Reads of
+ * one id at one time share a single query; a caller arriving after an invalidation starts a new one.
+ */
+export class FeedCache<V> {
+  private readonly entries = new Map<string, { at: number; value: V }>();
+  private readonly loading = new Map<string, Load<V>>();
+
+  constructor(
+    private readonly feed: Pick<ChangeFeed, 'live'>,
+    private readonly options: FeedCacheOptions,
+  ) {}
+
+  /** The cached value of `id` while fresh; else `load()`'s, kept unless `id` changes while it runs. */
+  get(id: string, load: () => Promise<V>): Promise<V> {
+    const now = this.options.now();
+    const hit = this.entries.get(id);
+    if (hit) {
+      this.entries.delete(id);
+      const age = now - hit.at;
+      if (age >= 0 && age < this.ttl()) {
+        this.entries.set(id, hit); // most recently used now
+        return Promise.resolve(hit.value);
+      }
+    }
+    const running = this.loading.get(id);
+    if (running) return running.promise;
+    const state = { stale: false };
+    const done = () => {
+      if (this.loading.get(id)?.state === state) this.loading.delete(id);
+    };
+    const promise = load().then(
+      (value) => {
+        done();
+        if (!state.stale) this.store(id, now, value);
+        return value;
+      },
+      (err: unknown) => {
+        done();
+        throw err;
+      },
+    );
+    this.loading.set(id, { promise, state });
+    return promise;
+  }
+
+  /** `id` changed: its entry goes, and a read of it already running is not kept. */
+  invalidate(id: string): void {
+    this.entries.delete(id);
+    const running = this.loading.get(id);
+    if (running) {
+      running.state.stale = true;
+      this.loading.delete(id);
+    }
+  }
+
+  /** Anything may have changed: every entry goes, and no read already running is kept. */
+  clear(): void {
+    this.entries.clear();
+    for (const running of this.loading.values()) running.state.stale = true;
+    this.loading.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private ttl(): number {
+    return this.feed.live ? this.options.liveTtlMs : this.options.fallbackTtlMs;
+  }
+
+  private store(id: string, at: number, value: V): void {
+    this.entries.delete(id);
+    this.entries.set(id, { at, value });
+    while (this.entries.size > this.options.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (oldest.done) break;
+      this.entries.delete(oldest.value);
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import type { ChangeFeed } from '../events/change-feed.js';
+import { FeedCache } from '../events/feed-cache.js';
+import type { KeyPatch, KeyRecord, KeyUsage, Keys, NewKey } from './ledger.js';
+
+export interface CachedKeysOptions {
+  /** Milliseconds on a clock that does not go back (the gateway's clock). */
+  now: () => number;
+  /** Keys kept at most (default 10,000); past it the least recently used goes. */
+  maxEntries?: number;
+  /** How long a key is reused while the change feed is live (default 5 s): a safety net only. */
+  liveTtlMs?: number;
+  /** How long a key is reused while the feed is not live (default 1 s): CONTRACT §8's bound. */
+  fallbackTtlMs?: number;
+}
+
+/**
+ * Keys with `findKey` cached: keys are read on every request. A change to a key made through any
+ * process reaches this one through the change feed and drops the cached copy; unknown hashes are
+ * cached too (so `createKey` publishes). While the feed is not live (changes from other processes
+ * may be missed), nothing cached is used past `fallbackTtlMs`. A read that a change overtook is used
+ * by its callers but not kept (see FeedCache).
+ *
+ * Every write goes to the database first and is published after it, whatever its outcome: a write
+ * that failed may still have landed.
+ */
+export class CachedKeys implements Keys {
+  private readonly cache: FeedCache<KeyRecord | undefined>;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly inner: Keys,
+    private readonly feed: ChangeFeed,
+    options: CachedKeysOptions,
+  ) {
+    this.cache = new FeedCache(feed, {
+      now: options.now,
+      maxEntries: options.maxEntries ?? 10_000,
+      liveTtlMs: options.liveTtlMs ?? 5_000,
+      fallbackTtlMs: options.fallbackTtlMs ?? 1_000,
+    });
+    this.unsubscribe = feed.subscribe((event) => {
+      if (event.kind === 'key') this.cache.invalidate(event.hash);
+      else if (event.kind === 'reset') this.cache.clear();
+    });
+  }
+
+  async findKey(hash: string): Promise<KeyRecord | undefined> {
+    const key = await this.cache.get(hash, () => this.inner.findKey(hash));
+    // Callers get their own copy: the cached one is shared.
+    return key && { ...key };
+  }
+
+  createKey(key: NewKey): Promise<KeyRecord> {
+    return this.changing(key.hash, () => this.inner.createKey(key));
+  }
+
+  updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined> {
+    return this.changing(hash, () => this.inner.updateKey(hash, patch));
+  }
+
+  deleteKey(hash: string): Promise<boolean> {
+    return this.changing(hash, () => this.inner.deleteKey(hash));
+  }
+
+  listKeys(accountId: string): Promise<KeyRecord[]> {
+    return this.inner.listKeys(accountId);
+  }
+
+  keyUsage(hash: string, at: number): Promise<KeyUsage> {
+    return this.inner.keyUsage(hash, at);
+  }
+
+  /** Stops listening to the feed. */
+  close(): void {
+    this.unsubscribe();
+  }
+
+  private async changing<T>(hash: string, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } finally {
+      await this.feed.publish({ kind: 'key', hash });
+    }
+  }
+}

@@ -1,0 +1,39 @@
+import type { Accounts, ByokSecrets, Charges, Generations, Keys, Ledger, LedgerHealth, Settings } from './ledger.js';
+
+export interface LedgerRoles {
+  accounts: Accounts;
+  keys: Keys;
+  byokSecrets: ByokSecrets;
+  charges: Charges;
+  generations: Generations;
+  settings: Settings;
+  health: LedgerHealth;
+}
+
+/** One Ledger whose each role is served by the object given for it (a plain one, or a cache around it). */
+export function ledgerFromRoles(r: LedgerRoles): Ledger {
+  return {
+    createAccount: (input) => r.accounts.createAccount(input),
+    getAccount: (id) => r.accounts.getAccount(id),
+    moneySnapshot: (accountId, key) => r.accounts.moneySnapshot(accountId, key),
+    addCredits: (accountId, amount, kind, at) => r.accounts.addCredits(accountId, amount, kind, at),
+    createKey: (key) => r.keys.createKey(key),
+    findKey: (hash) => r.keys.findKey(hash),
+    listKeys: (accountId) => r.keys.listKeys(accountId),
+    updateKey: (hash, patch) => r.keys.updateKey(hash, patch),
+    deleteKey: (hash) => r.keys.deleteKey(hash),
+    keyUsage: (hash, at) => r.keys.keyUsage(hash, at),
+    putByokSecret: (accountId, provider, ciphertext, at) => r.byokSecrets.putByokSecret(accountId, provider, ciphertext, at),
+    deleteByokSecret: (accountId, provider) => r.byokSecrets.deleteByokSecret(accountId, provider),
+    byokSecrets: (accountId) => r.byokSecrets.byokSecrets(accountId),
+    charge: (charge) => r.charges.charge(charge),
+    awaitDurable: (written) => r.charges.awaitDurable(written),
+    flush: () => r.charges.flush(),
+    close: () => r.charges.close(),
+    getGeneration: (id) => r.generations.getGeneration(id),
+    getSetting: (name) => r.settings.getSetting(name),
+    setSetting: (name, value) => r.settings.setSetting(name, value),
+    settingOrCreate: (name, make) => r.settings.settingOrCreate(name, make),
+    ping: () => r.health.ping(),
+  };
+}
