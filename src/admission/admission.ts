@@ -73,7 +73,7 @@ export class Admission {
   async status(account: Account): Promise<{ subject: boolean; budget: Nano; held: Nano }> {
     const view = await this.deps.money.view(account.id);
     return {
-      subject: accountSubject(this.rules, account, view.balance, this.deps.clock.now()),
+      subject: accountSubject(this.rules, { ...account, totalUsage: view.totalUsage }, view.balance, this.deps.clock.now()),
       budget: inFlightBudget(this.rules, view.balance),
       held: view.budgetHeld,
     };
@@ -146,9 +146,12 @@ export class Admission {
    * budget are checked against the money view every process shares, and every hold is taken, or none.
    */
   private async tryAdmit(req: AdmissionRequest, est: Estimate): Promise<Ticket> {
-    const { holds, clock, config } = this.deps;
+    const { holds, clock, config, money } = this.deps;
     const now = clock.now();
-    const { key, account, id } = req;
+    const { key, id } = req;
+    // During the rollout a young account stays subject while its total usage is below min_spend:
+    // that total is read as every process sees it (the cached account's may lag).
+    const account = this.rules.newerOnly && now - req.account.createdAt < this.rules.newerMaxAgeMs ? await money.account(req.account) : req.account;
     const leaseMs = config.limits.hold_lease_ms;
     const keyAmount = keyAmountOf(key, est);
     const prepaid = account.type === 'prepaid';
@@ -182,7 +185,7 @@ export class Admission {
       });
     // Nothing to hold or check: no round trip to the store.
     if (!r.key && r.balance === undefined && !r.budget && !r.refuseNegative) return ticket(false);
-    const result = await this.deps.money.admit(r);
+    const result = await money.admit(r);
     if (!result.ok) throw this.refusal(req, est, result);
     return ticket(true);
   }
