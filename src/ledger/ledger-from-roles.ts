@@ -35,6 +35,7 @@ export function ledgerFromRoles(r: LedgerRoles): Ledger {
     getGeneration: (id) => r.generations.getGeneration(id),
     getSetting: (name) => r.settings.getSetting(name),
     setSetting: (name, value) => r.settings.setSetting(name, value),
+    settingOrCreate: (name, make) => r.settings.settingOrCreate(name, make),
     ping: () => r.health.ping(),
   };
 }

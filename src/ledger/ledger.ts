@@ -154,6 +154,12 @@ export interface Generations {
 export interface Settings {
   getSetting(name: string): Promise<string | undefined>;
   setSetting(name: string, value: string): Promise<void>;
+  /**
+   * The setting's value, stored first from `make()` when there is none. Race-free across processes
+   * sharing the database: every caller gets the one value stored, and `created` is true only for the
+   * caller whose value it is (insert-if-absent, then read back).
+   */
+  settingOrCreate(name: string, make: () => string): Promise<{ value: string; created: boolean }>;
 }
 
 export interface LedgerHealth {
