@@ -344,7 +344,8 @@ export async function startGatewayCluster(opts: ClusterOptions): Promise<Gateway
         const meta = body.error.metadata ?? {};
         outcome.reason = meta.reason;
         outcome.limitSource = meta.limit_source;
-        outcome.limit = meta.limit;
+        // metadata.limit names the platform limit of a 429 (a key-limit 402 carries its amount there).
+        if (typeof meta.limit === 'string') outcome.limit = meta.limit;
         outcome.message = String(body.error.message ?? '').slice(0, 200);
       }
     } catch (err) {
