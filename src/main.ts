@@ -51,14 +51,6 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-async function settingOrCreate(ledger: Ledger, name: string, make: () => string): Promise<{ value: string; created: boolean }> {
-  const stored = await ledger.getSetting(name);
-  if (stored) return { value: stored, created: false };
-  const value = make();
-  await ledger.setSetting(name, value);
-  return { value, created: true };
-}
-
 function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapter> {
   const providers = new Map<string, ProviderAdapter>();
   for (const p of config.providers) {
@@ -90,8 +82,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     shutdownDeadlineMs: config.ledger.shutdown_deadline_ms,
   });
 
-  const adminToken = config.admin_token ? { value: config.admin_token, created: false } : await settingOrCreate(ledger, 'admin_token', generateAdminToken);
-  const secretsKey = config.secrets_key ? { value: config.secrets_key, created: false } : await settingOrCreate(ledger, 'secrets_key', SecretBox.generateKey);
+  const adminToken = config.admin_token ? { value: config.admin_token, created: false } : await ledger.settingOrCreate('admin_token', generateAdminToken);
+  const secretsKey = config.secrets_key ? { value: config.secrets_key, created: false } : await ledger.settingOrCreate('secrets_key', SecretBox.generateKey);
   if (!config.secrets_key) {
     logger.warn('secrets_key is not set: BYOK provider keys are encrypted with a key kept in the database; set secrets_key to keep them apart');
   }

@@ -1,5 +1,8 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
@@ -40,10 +43,12 @@ for (const target of databaseTargets) {
     let ledger: KyselyLedger;
     let drop: () => Promise<void>;
     let db: ReturnType<typeof openDatabase>;
+    let url: string;
 
     beforeAll(async () => {
       const created = await target.create();
       drop = created.drop;
+      url = created.url;
       db = openDatabase(created.url);
       await migrateToLatest(db);
       await migrateToLatest(db); // idempotent
@@ -265,6 +270,46 @@ for (const target of databaseTargets) {
       await flaky.flush();
       expect((await ledger.getAccount(a.id))?.totalUsage).toBe(12n);
       expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(12n);
+    });
+
+    it('issue 8: first start is race-free: of many processes creating a setting at once, one value wins and one creates it', async () => {
+      // Each "process" is a ledger on a connection of its own to one database: PostgreSQL pools, or
+      // SQLite connections to one file (an in-memory database cannot be shared).
+      const dir = target.name === 'sqlite' ? mkdtempSync(join(tmpdir(), 'tollgate-settings-')) : undefined;
+      const shared = dir ? `sqlite:${join(dir, 'ledger.db')}` : url;
+      const dbs = Array.from({ length: 6 }, () => openDatabase(shared));
+      try {
+        if (dir) await migrateToLatest(dbs[0]!);
+        const ledgers = dbs.map((d) => new KyselyLedger(d));
+        let made = 0;
+        const results = await Promise.all(
+          ledgers.flatMap((l) => Array.from({ length: 5 }, () => l.settingOrCreate('secrets_key', () => `key-${(made += 1)}`))),
+        );
+        expect(new Set(results.map((r) => r.value)).size).toBe(1);
+        expect(results.filter((r) => r.created).length).toBe(1);
+        expect(await ledgers[0]!.getSetting('secrets_key')).toBe(results[0]!.value);
+        // Later starts find it and create nothing.
+        expect(await ledgers[1]!.settingOrCreate('secrets_key', () => 'another')).toEqual({ value: results[0]!.value, created: false });
+      } finally {
+        await Promise.all(dbs.map((d) => d.destroy()));
+        if (dir) rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it.runIf(target.name === 'postgres')('issue 8: processes starting at once on a fresh database all migrate it, without failing', async () => {
+      const fresh = await target.create();
+      const dbs = Array.from({ length: 3 }, () => openDatabase(fresh.url));
+      try {
+        await Promise.all(dbs.map((d) => migrateToLatest(d)));
+        const ran = await sql<{ name: string }>`select name from tollgate_migrations order by name`.execute(dbs[0]!);
+        expect(ran.rows.map((r) => r.name)).toEqual(['0001_initial', '0002_generation_usage_source']);
+        const l = new KyselyLedger(dbs[1]!);
+        const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
+        expect((await new KyselyLedger(dbs[2]!).getAccount(a.id))?.balance).toBe(0n);
+      } finally {
+        await Promise.all(dbs.map((d) => d.destroy()));
+        await fresh.drop();
+      }
     });
   });
 }

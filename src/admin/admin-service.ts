@@ -3,7 +3,7 @@ import type { Admission } from '../admission/admission.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { GatewayError, invalidRequest, notFound } from '../errors.js';
-import { accountTypes, type Account, type KeyPatch, type KeyRecord, type Ledger } from '../ledger/ledger.js';
+import { accountTypes, type Account, type KeyPatch, type KeyRecord, type Keys, type Accounts } from '../ledger/ledger.js';
 import { creditsFromJson, creditsToJson, MoneyFormatError, type Nano } from '../ledger/money.js';
 import { generateApiKey, hashApiKey, labelOf } from '../security/api-key.js';
 import type { ByokVault } from '../security/byok-vault.js';
@@ -84,7 +84,7 @@ function amountOf(field: string, value: number, allowNegative: boolean): Nano {
 /** Admin work, shared by the admin API and the CLI verbs. */
 export class AdminService {
   constructor(
-    private readonly ledger: Ledger,
+    private readonly ledger: Accounts & Keys,
     private readonly vault: ByokVault,
     private readonly clock: Clock,
     private readonly config: Config,

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Config } from '../config/schema.js';
-import type { Account, KeyRecord, Ledger } from '../ledger/ledger.js';
+import type { Account, Accounts, Charges, KeyRecord, Keys } from '../ledger/ledger.js';
 import { usageAgainstLimit } from '../ledger/key-limit.js';
 import type { Nano } from '../ledger/money.js';
 import { periodEnd } from '../ledger/periods.js';
@@ -76,7 +76,7 @@ export class Admission {
   private readonly rules: InFlightRules;
   private readonly durations = new TypicalDurations();
 
-  constructor(private readonly deps: { holds: HoldStore; ledger: Ledger; clock: Clock; config: Config }) {
+  constructor(private readonly deps: { holds: HoldStore; ledger: Accounts & Keys & Pick<Charges, 'version'>; clock: Clock; config: Config }) {
     this.rules = inFlightRules(deps.config);
   }
 

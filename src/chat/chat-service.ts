@@ -5,7 +5,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { GatewayError, invalidRequest } from '../errors.js';
 import { accountOfKey } from '../ledger/account-of-key.js';
-import type { KeyRecord, Ledger } from '../ledger/ledger.js';
+import type { Accounts, Charges, KeyRecord } from '../ledger/ledger.js';
 import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js';
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
@@ -27,7 +27,7 @@ export interface ChatServiceDeps {
   config: Config;
   catalog: Catalog;
   providers: ReadonlyMap<string, ProviderAdapter>;
-  ledger: Ledger;
+  ledger: Accounts & Charges;
   vault: ByokVault;
   clock: Clock;
   admission: Admission;

@@ -1,5 +1,5 @@
 import type { Ticket } from '../admission/ticket.js';
-import type { Charge, Ledger, UsageSource } from '../ledger/ledger.js';
+import type { Charge, Charges, UsageSource } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
 import { billedCompletionTokens, byokFee, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
 
@@ -47,7 +47,7 @@ export class Settlement {
   private result: Settled | undefined;
 
   constructor(
-    private readonly ledger: Ledger,
+    private readonly ledger: Pick<Charges, 'charge' | 'awaitDurable'>,
     private readonly base: SettlementBase,
     private readonly byokFeeFraction: number,
     private readonly ticket: Ticket,

@@ -3,7 +3,7 @@ import type { DdosGuard } from '../admission/ddos-guard.js';
 import type { ChatService } from '../chat/chat-service.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
-import type { Ledger } from '../ledger/ledger.js';
+import type { Accounts, Generations, Keys, LedgerHealth } from '../ledger/ledger.js';
 import type { Logger } from '../observability/logger.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Inflight } from './inflight.js';
@@ -13,7 +13,8 @@ export interface AppDeps {
   config: Config;
   clock: Clock;
   logger: Logger;
-  ledger: Ledger;
+  /** Reads for authentication, the key and credit views, generations and readiness. */
+  ledger: Keys & Accounts & Generations & LedgerHealth;
   catalog: Catalog;
   chat: ChatService;
   admin: AdminService;

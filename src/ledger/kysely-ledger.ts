@@ -624,6 +624,23 @@ export class KyselyLedger implements Ledger {
       .execute();
   }
 
+  async settingOrCreate(name: string, make: () => string): Promise<{ value: string; created: boolean }> {
+    const stored = await this.getSetting(name);
+    if (stored !== undefined) return { value: stored, created: false };
+    const value = make();
+    // Of processes inserting at once, one insert takes; the others do nothing and read its value back.
+    const inserted = await this.db
+      .insertInto('settings')
+      .values({ name, value })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .returning('name')
+      .execute();
+    if (inserted.length > 0) return { value, created: true };
+    const winner = await this.getSetting(name);
+    if (winner === undefined) throw new Error(`setting "${name}" was stored by another process and then removed`);
+    return { value: winner, created: false };
+  }
+
   async ping(): Promise<void> {
     await sql`select 1`.execute(this.db);
   }

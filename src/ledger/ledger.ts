@@ -3,7 +3,8 @@ import type { LimitReset } from './periods.js';
 
 /**
  * The ledger: accounts, credit entries, API keys, BYOK secrets and generations. The SQL database is
- * the authority for money. Implementations sit beside this file; core code imports only this one.
+ * the authority for money. Implementations sit beside this file; core code imports only this one, and
+ * each caller takes only the roles it uses (Accounts, Keys, Charges, …), not the whole Ledger.
  */
 export type AccountType = 'prepaid' | 'enterprise' | 'subscription' | 'invoice';
 export const accountTypes: readonly AccountType[] = ['prepaid', 'enterprise', 'subscription', 'invoice'];
@@ -94,23 +95,33 @@ export interface Generation {
 /** One request's charge: moves the balance, the key's usage and records the generation, atomically. */
 export type Charge = Generation;
 
-export interface Ledger {
+/** Accounts and their credit entries. */
+export interface Accounts {
   createAccount(input: NewAccount): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
   /** Adds a credit entry and moves the balance (and total_purchased for purchases). */
   addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined>;
+}
 
+/** API keys and the usage charged to them. */
+export interface Keys {
   createKey(key: NewKey): Promise<KeyRecord>;
   findKey(hash: string): Promise<KeyRecord | undefined>;
   listKeys(accountId: string): Promise<KeyRecord[]>;
   updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined>;
   deleteKey(hash: string): Promise<boolean>;
   keyUsage(hash: string, at: number): Promise<KeyUsage>;
+}
 
+/** The accounts' own provider keys (BYOK), as ciphertext: sealing and opening is the vault's. */
+export interface ByokSecrets {
   putByokSecret(accountId: string, provider: string, ciphertext: string, at: number): Promise<void>;
   deleteByokSecret(accountId: string, provider: string): Promise<boolean>;
   byokSecrets(accountId: string): Promise<Map<string, string>>;
+}
 
+/** Writing charges: queued, group-committed, durable before an answer is delivered in full. */
+export interface Charges {
   /**
    * Queues a charge for the next group commit; resolves once it is durable. A charge whose id is
    * already recorded is not applied again.
@@ -127,17 +138,34 @@ export interface Ledger {
   flush(): Promise<void>;
   /** Moves whenever this process changes money or keys: a read made at an unchanged version is current. */
   readonly version: number;
-  getGeneration(id: string): Promise<Generation | undefined>;
-
-  getSetting(name: string): Promise<string | undefined>;
-  setSetting(name: string, value: string): Promise<void>;
-
-  /** A cheap round trip to the database; rejects when it does not answer (readiness, CONTRACT §8). */
-  ping(): Promise<void>;
-
   /**
    * Writes every queued charge, retrying until the shutdown deadline, and closes. Answers with the
    * charges it could not write, for the caller to log in full so that they can be replayed.
    */
   close(): Promise<Charge[]>;
 }
+
+/** Recorded generations (one per charged request). */
+export interface Generations {
+  getGeneration(id: string): Promise<Generation | undefined>;
+}
+
+/** Named values the gateway keeps in the ledger (the generated admin token, the secrets key, …). */
+export interface Settings {
+  getSetting(name: string): Promise<string | undefined>;
+  setSetting(name: string, value: string): Promise<void>;
+  /**
+   * The setting's value, stored first from `make()` when there is none. Race-free across processes
+   * sharing the database: every caller gets the one value stored, and `created` is true only for the
+   * caller whose value it is (insert-if-absent, then read back).
+   */
+  settingOrCreate(name: string, make: () => string): Promise<{ value: string; created: boolean }>;
+}
+
+export interface LedgerHealth {
+  /** A cheap round trip to the database; rejects when it does not answer (readiness, CONTRACT §8). */
+  ping(): Promise<void>;
+}
+
+/** The whole ledger, as main.ts builds it; every other caller takes only the roles it uses. */
+export type Ledger = Accounts & Keys & ByokSecrets & Charges & Generations & Settings & LedgerHealth;

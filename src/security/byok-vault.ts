@@ -1,4 +1,4 @@
-import type { Ledger } from '../ledger/ledger.js';
+import type { ByokSecrets } from '../ledger/ledger.js';
 import type { SecretBox } from './secret-box.js';
 
 /**
@@ -9,7 +9,7 @@ export class ByokVault {
   private readonly cache = new Map<string, { at: number; keys: Map<string, string> }>();
 
   constructor(
-    private readonly ledger: Ledger,
+    private readonly ledger: ByokSecrets,
     private readonly box: SecretBox,
     private readonly now: () => number,
     private readonly ttlMs = 30_000,
