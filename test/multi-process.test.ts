@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { creditsFromString } from '../src/ledger/money.js';
 import { databaseTargets } from './helpers/database.js';
-import { credits, nano, sleep, startGatewayCluster, type GatewayCluster, type Outcome } from './helpers/gateway-cluster.js';
+import { credits, nano, sleep, startGatewayCluster, tally, type GatewayCluster, type Outcome } from './helpers/gateway-cluster.js';
 import { redisUrl } from './helpers/redis.js';
 
 /**
@@ -32,16 +32,6 @@ function budgetOf(balance: bigint): bigint {
 }
 
 const estimateOf = (maxTokens: number) => BigInt(maxTokens) * creditsFromString(PRICE);
-
-/** Counts outcomes by status and refusal reason, e.g. {"200": 20, "402 in_flight_budget_exhausted": 70}. */
-function tally(outcomes: readonly Outcome[]): Record<string, number> {
-  const t: Record<string, number> = {};
-  for (const o of outcomes) {
-    const k = o.status === 0 ? `no answer (${o.failure})` : [o.status, o.reason ?? o.limit ?? o.limitSource].filter(Boolean).join(' ');
-    t[k] = (t[k] ?? 0) + 1;
-  }
-  return t;
-}
 
 /** Waits, when the wall clock is within 5 s of a minute boundary, for the next minute: a window cannot roll mid-test. */
 async function awayFromMinuteEdge(): Promise<void> {

@@ -105,6 +105,12 @@ export interface LedgerAudit {
   adminBalance: bigint;
   sumReceived: bigint;
   sumCharged: bigint;
+  /**
+   * What the operator lost: the stated cost of each answer received in full less what the ledger charged
+   * for it (all of it when missing), plus any amount by which the balance exceeds purchased − charges.
+   * Negative when clients were charged more than they were told.
+   */
+  moneyLost: bigint;
 }
 
 export interface GatewayCluster {
@@ -172,6 +178,22 @@ export const credits = (nano: bigint) => formatCredits(nano);
 
 /** A JSON amount (credits, at most 15 significant digits) as nanocredits, exactly (see money.ts creditsFromJson). */
 export const nano = (amount: unknown): bigint => creditsFromJson(Number(amount));
+
+/** Counts outcomes by status and refusal, e.g. {"200": 20, "402 in_flight_budget_exhausted": 70}. */
+export function tally(outcomes: readonly Outcome[]): Record<string, number> {
+  const t: Record<string, number> = {};
+  for (const o of outcomes) {
+    const k = o.status === 0 ? `no answer (${o.failure})` : [o.status, o.reason ?? o.limit ?? o.limitSource].filter(Boolean).join(' ');
+    t[k] = (t[k] ?? 0) + 1;
+  }
+  return t;
+}
+
+/** One outcome in a line, times relative to `t0`, for failure messages. */
+export function describeOutcome(o: Outcome, t0: number): string {
+  const what = o.status === 0 ? `no answer (${o.failure}: ${o.message})` : `${o.status} ${o.reason ?? o.limit ?? o.limitSource ?? ''}`.trim();
+  return `${o.tag} to process ${o.proc} sent at +${o.sentAt - t0} ms: ${what} after ${o.endAt - o.sentAt} ms`;
+}
 
 /** Completion tokens an upstream answer reports: `tokens=N` in the request's message, else its max_tokens, else 1. */
 function tokensOf(r: Received): number {
@@ -423,17 +445,22 @@ export async function startGatewayCluster(opts: ClusterOptions): Promise<Gateway
         );
       }
       const adminView = await admin('GET', `/accounts/${accountId}`, undefined, aliveIndexes()[0] ?? 0);
+      const purchased = BigInt(String(acct.total_purchased));
+      const balance = BigInt(String(acct.balance));
+      const sumCharged = [...charged.values()].reduce((s, c) => s + c, 0n);
+      const undercharged = received.reduce((s, o) => s + (o.cost as bigint) - (charged.get(o.id as string) ?? 0n), 0n);
       return {
         received: received.length,
         charged: gens.length,
         missing,
         wrongCost,
         unreceived: gens.filter((g) => !receivedIds.has(g.id)).map((g) => g.id),
-        purchased: BigInt(String(acct.total_purchased)),
-        balance: BigInt(String(acct.balance)),
+        purchased,
+        balance,
         adminBalance: nano(adminView.body?.data?.balance),
         sumReceived: received.reduce((s, o) => s + (o.cost as bigint), 0n),
-        sumCharged: [...charged.values()].reduce((s, c) => s + c, 0n),
+        sumCharged,
+        moneyLost: undercharged + (balance - (purchased - sumCharged)),
       };
     } finally {
       await db.destroy();
