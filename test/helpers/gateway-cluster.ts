@@ -100,9 +100,9 @@ export interface LedgerAudit {
   /** In the ledger but not received in full by the client. */
   unreceived: string[];
   purchased: bigint;
-  /** The balance as stored and as the admin API reports it. */
+  /** The balance as stored, and as the admin API reports it (undefined when no process was alive to ask). */
   balance: bigint;
-  adminBalance: bigint;
+  adminBalance: bigint | undefined;
   sumReceived: bigint;
   sumCharged: bigint;
   /**
@@ -272,11 +272,10 @@ export async function startGatewayCluster(opts: ClusterOptions): Promise<Gateway
     await Promise.all([held.stop(), quick.stop()]);
   };
   try {
-    // The first process migrates the fresh database; the others start together once it is ready.
-    procs.push(await serveProcess(configFile, { timeoutMs: START_TIMEOUT_MS }));
-    const rest = await Promise.allSettled(Array.from({ length: n - 1 }, () => serveProcess(configFile, { timeoutMs: START_TIMEOUT_MS })));
-    for (const r of rest) if (r.status === 'fulfilled') procs.push(r.value);
-    const failed = rest.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    // All start at once on the fresh database, as replicas of one deployment do (first start is race-free).
+    const started = await Promise.allSettled(Array.from({ length: n }, () => serveProcess(configFile, { timeoutMs: START_TIMEOUT_MS })));
+    for (const r of started) if (r.status === 'fulfilled') procs.push(r.value);
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   } catch (err) {
     for (const p of procs) p.proc.kill('SIGKILL');
@@ -434,17 +433,18 @@ export async function startGatewayCluster(opts: ClusterOptions): Promise<Gateway
       const receivedIds = new Set(received.map((o) => o.id as string));
       const missing = received.filter((o) => !charged.has(o.id as string)).map((o) => o.id as string);
       const wrongCost = received.filter((o) => charged.has(o.id as string) && charged.get(o.id as string) !== o.cost).map((o) => o.id as string);
-      // What a client was told, as /api/v1/generation tells it (a few at a time).
-      for (let i = 0; i < received.length; i += 16) {
+      // What a client was told, as /api/v1/generation tells it (a few at a time), when a process is alive to ask.
+      const asked = aliveIndexes()[0];
+      for (let i = 0; asked !== undefined && i < received.length; i += 16) {
         await Promise.all(
           received.slice(i, i + 16).map(async (o) => {
             if (!charged.has(o.id as string)) return;
-            const g = await get(aliveIndexes()[0] ?? 0, `/api/v1/generation?id=${encodeURIComponent(o.id as string)}`, key);
+            const g = await get(asked, `/api/v1/generation?id=${encodeURIComponent(o.id as string)}`, key);
             if (g.status !== 200 || nano(g.body.data.total_cost) !== o.cost) wrongCost.push(`${o.id} (via /api/v1/generation: ${g.status})`);
           }),
         );
       }
-      const adminView = await admin('GET', `/accounts/${accountId}`, undefined, aliveIndexes()[0] ?? 0);
+      const adminView = asked === undefined ? undefined : await admin('GET', `/accounts/${accountId}`, undefined, asked);
       const purchased = BigInt(String(acct.total_purchased));
       const balance = BigInt(String(acct.balance));
       const sumCharged = [...charged.values()].reduce((s, c) => s + c, 0n);
@@ -457,7 +457,7 @@ export async function startGatewayCluster(opts: ClusterOptions): Promise<Gateway
         unreceived: gens.filter((g) => !receivedIds.has(g.id)).map((g) => g.id),
         purchased,
         balance,
-        adminBalance: nano(adminView.body?.data?.balance),
+        adminBalance: adminView === undefined ? undefined : nano(adminView.body?.data?.balance),
         sumReceived: received.reduce((s, o) => s + (o.cost as bigint), 0n),
         sumCharged,
         moneyLost: undercharged + (balance - (purchased - sumCharged)),
