@@ -24,10 +24,30 @@ export interface PrivateRedis {
 }
 
 /** Whether `redis-server` is on PATH; tests that need a private Redis are skipped without it. */
-export const redisServerAvailable: boolean = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+export const redisServerAvailable: boolean = process.platform !== 'win32' && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+
+/** Why private Redis tests cannot run here, or undefined when they can. */
+export function privateRedisMissing(): string | undefined {
+  if (process.platform === 'win32') return 'private Redis servers need a POSIX system (SIGSTOP, SIGCONT)';
+  if (!redisServerAvailable) return 'redis-server is not on PATH: install Redis to run the tests that pause or restart a private Redis';
+  return undefined;
+}
 
 if (!redisServerAvailable) {
-  process.stderr.write('note: redis-server is not on PATH; tests that pause or restart a private Redis are skipped\n');
+  process.stderr.write(`note: ${privateRedisMissing()}; those tests are skipped\n`);
+}
+
+/** Servers still running when the test process exits (a test that failed before its cleanup): killed by PID. */
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function track(proc: ChildProcess): void {
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const p of running) p.kill('SIGKILL');
+  });
 }
 
 /** A loopback port that was free a moment ago (the kernel picks it; the socket is closed before use). */
@@ -49,6 +69,7 @@ function launch(port: number, dir: string): Promise<ChildProcess> {
     ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'notice'],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
+  track(proc);
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -85,7 +106,8 @@ async function kill(proc: ChildProcess): Promise<void> {
 }
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
-  if (!redisServerAvailable) throw new Error('redis-server is not on PATH: install Redis to run the tests that pause or restart a private Redis');
+  const missing = privateRedisMissing();
+  if (missing) throw new Error(`cannot start a private Redis: ${missing}`);
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-'));
   let port = await freePort();
   let proc: ChildProcess;
