@@ -132,7 +132,7 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
 
           const before = sentIn(outcomes, 0, pausedAt);
           const during = sentIn(outcomes, pausedAt, resumedAt);
-          const settling = sentIn(outcomes, resumedAt, resumedAt + BOUND_MS);
+          const resuming = sentIn(outcomes, resumedAt, resumedAt + BOUND_MS);
           const after = sentIn(outcomes, resumedAt + BOUND_MS, Infinity);
           // Admitted unchecked: sent while Redis was stopped, and reached the provider before it answered again.
           const byTag = new Map(outcomes.map((o) => [o.tag, o]));
@@ -143,12 +143,12 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
           });
           // While paused, a request gets 503 limits_unavailable, or (sent late in the pause) is served after SIGCONT.
           const wrongDuring = during.filter((o) => !isUnavailable(o, 'limits_unavailable') && !(o.status === 200 && o.endAt >= resumedAt));
-          const wrongSettling = settling.filter((o) => o.status !== 200 && !isUnavailable(o, 'limits_unavailable'));
+          const wrongResuming = resuming.filter((o) => o.status !== 200 && !isUnavailable(o, 'limits_unavailable'));
           const notServedAfter = after.filter((o) => o.status !== 200);
           const firstServed = outcomes.filter((o) => o.status === 200 && o.sentAt >= resumedAt).reduce((m, o) => Math.min(m, o.sentAt - resumedAt), Infinity);
           const audit = await cluster.auditSettled(acct.id, acct.key, outcomes);
           cluster.note(
-            `${phase('before', before)} | ${phase('paused 7 s', during)} | ${phase('first 5 s after SIGCONT', settling)} | ${phase('after', after)}`,
+            `${phase('before', before)} | ${phase('paused 7 s', during)} | ${phase('first 5 s after SIGCONT', resuming)} | ${phase('after', after)}`,
           );
           cluster.note(
             `admitted unchecked: ${unchecked.length}, hung: ${hung(outcomes).length}, first request served ${firstServed} ms after SIGCONT, ` +
@@ -162,7 +162,7 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
           expect.soft(during.filter((o) => isUnavailable(o, 'limits_unavailable')).length, '503 limits_unavailable while paused').toBeGreaterThan(0);
           expect.soft(wrongDuring.length, `answered otherwise while paused: ${some(wrongDuring, t0)}`).toBe(0);
           expect.soft(hung(outcomes).length, `answered after more than ${BOUND_MS} ms: ${some(hung(outcomes), t0)}`).toBe(0);
-          expect.soft(wrongSettling.length, `answered otherwise within 5 s of SIGCONT: ${some(wrongSettling, t0)}`).toBe(0);
+          expect.soft(wrongResuming.length, `answered otherwise within 5 s of SIGCONT: ${some(wrongResuming, t0)}`).toBe(0);
           expect.soft(after.length, 'requests sent 5 s after SIGCONT').toBeGreaterThan(0);
           expect.soft(notServedAfter.length, `not served 5 s after SIGCONT: ${some(notServedAfter, t0)}`).toBe(0);
           expect.soft(readyDuring, '/health/ready while Redis is paused').toEqual([503, 503, 503]);
