@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, describe, expect, it, onTestFailed } from 'vitest';
 import { creditsFromString } from '../src/ledger/money.js';
 import { databaseTargets } from './helpers/database.js';
 import { credits, nano, sleep, startGatewayCluster, tally, type GatewayCluster, type Outcome } from './helpers/gateway-cluster.js';
@@ -43,34 +43,42 @@ describe.skipIf(!runnable).sequential('issue 8: three gateway processes on one P
   let cluster: GatewayCluster;
   let drop: (() => Promise<void>) | undefined;
 
-  beforeAll(async () => {
-    const db = await (postgres as NonNullable<typeof postgres>).create();
-    drop = db.drop;
-    cluster = await startGatewayCluster({
-      label: 'multi-process',
-      databaseUrl: db.url,
-      redisUrl: redisUrl as string,
-      cleanRedis: true,
-      limits: {
-        in_flight: { fraction: Number(FRACTION_PPM) / 1e6, ceiling: CEILING, balance_threshold: THRESHOLD, settlement_window_ms: 60_000 },
-        free_models: { per_minute: FREE_PER_MINUTE, per_day_low: FREE_PER_DAY_LOW, per_day_high: 1000, tier_threshold: 10 },
-      },
-      models: [
-        { id: 't/held', upstream: 'held', completion: PRICE },
-        { id: 't/quick', upstream: 'quick', completion: PRICE },
-        { id: 't/minute:free', upstream: 'quick', completion: '0' },
-        // Its per-minute limit is far above the daily one, so only the daily one can refuse.
-        { id: 't/daily:free', upstream: 'quick', completion: '0', per_minute: 1000 },
-      ],
-    });
-  }, 90_000);
+  let starting: Promise<GatewayCluster> | undefined;
+
+  /**
+   * The cluster the tests share, started by the first test (each awaits it): when it cannot start, every
+   * test fails with the reason, rather than being reported as not run.
+   */
+  async function started(): Promise<void> {
+    starting ??= (async () => {
+      const db = await (postgres as NonNullable<typeof postgres>).create();
+      drop = db.drop;
+      return startGatewayCluster({
+        label: 'multi-process',
+        databaseUrl: db.url,
+        redisUrl: redisUrl as string,
+        cleanRedis: true,
+        limits: {
+          in_flight: { fraction: Number(FRACTION_PPM) / 1e6, ceiling: CEILING, balance_threshold: THRESHOLD, settlement_window_ms: 60_000 },
+          free_models: { per_minute: FREE_PER_MINUTE, per_day_low: FREE_PER_DAY_LOW, per_day_high: 1000, tier_threshold: 10 },
+        },
+        models: [
+          { id: 't/held', upstream: 'held', completion: PRICE },
+          { id: 't/quick', upstream: 'quick', completion: PRICE },
+          { id: 't/minute:free', upstream: 'quick', completion: '0' },
+          // Its per-minute limit is far above the daily one, so only the daily one can refuse.
+          { id: 't/daily:free', upstream: 'quick', completion: '0', per_minute: 1000 },
+        ],
+      });
+    })();
+    cluster = await starting;
+    onTestFailed(() => console.log(cluster.tails()));
+  }
 
   afterAll(async () => {
-    await cluster?.stop();
+    await (await starting?.catch(() => undefined))?.stop();
     await drop?.();
   }, 60_000);
-
-  const showTails = () => onTestFailed(() => console.log(cluster.tails()));
 
   /**
    * Sends `count` requests at once, round-robin over the three processes, to the `held` upstream; waits
@@ -95,7 +103,7 @@ describe.skipIf(!runnable).sequential('issue 8: three gateway processes on one P
     '90 concurrent paid requests of one small-balance account: holds never exceed the budget, admitted = what fits, balance exact',
     { timeout: 90_000 },
     async () => {
-      showTails();
+      await started();
       const CREDITS = 10;
       const MAX_TOKENS = 25;
       const acct = await cluster.createAccount({ name: 'budget', credits: CREDITS });
@@ -139,7 +147,7 @@ describe.skipIf(!runnable).sequential('issue 8: three gateway processes on one P
   );
 
   it('free-model per-minute limit across the three processes: admitted = the limit, exactly', { timeout: 60_000 }, async () => {
-    showTails();
+    await started();
     await awayFromMinuteEdge();
     const acct = await cluster.createAccount({ name: 'free-minute', credits: 0 });
     const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => cluster.chat(i % 3, acct.key, { model: 't/minute:free', maxTokens: 5 })));
@@ -154,7 +162,7 @@ describe.skipIf(!runnable).sequential('issue 8: three gateway processes on one P
   });
 
   it('free-model per-day limit across the three processes: admitted = the limit, exactly', { timeout: 60_000 }, async () => {
-    showTails();
+    await started();
     await awayFromMinuteEdge();
     const acct = await cluster.createAccount({ name: 'free-day', credits: 0 });
     const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => cluster.chat(i % 3, acct.key, { model: 't/daily:free', maxTokens: 5 })));
@@ -175,7 +183,7 @@ describe.skipIf(!runnable).sequential('issue 8: three gateway processes on one P
   });
 
   it('a key cap across the three processes: admitted = what the cap allows', { timeout: 90_000 }, async () => {
-    showTails();
+    await started();
     const LIMIT = 2;
     const MAX_TOKENS = 25;
     // A balance at the threshold: not subject to the in-flight budget, so only the key's cap binds.
@@ -212,7 +220,7 @@ describe.skipIf(!runnable).sequential('issue 8: three gateway processes on one P
   }
 
   it('a key disabled through process 0 is refused (401) by processes 1 and 2 within 1 s', { timeout: 60_000 }, async () => {
-    showTails();
+    await started();
     const acct = await cluster.createAccount({ name: 'disable', credits: 5 });
     // Processes 1 and 2 have used the key (and may have it cached).
     for (const p of [1, 2]) {
@@ -234,7 +242,7 @@ describe.skipIf(!runnable).sequential('issue 8: three gateway processes on one P
   });
 
   it('credits added through process 0 are seen by processes 1 and 2 (/api/v1/credits) within 1 s', { timeout: 60_000 }, async () => {
-    showTails();
+    await started();
     const acct = await cluster.createAccount({ name: 'top-up', credits: 5 });
     for (const p of [1, 2]) expect((await cluster.get(p, '/api/v1/credits', acct.key)).body?.data?.total_credits).toBe(5);
     const added = await cluster.admin('POST', `/accounts/${acct.id}/credits`, { amount: 7 }, 0);
