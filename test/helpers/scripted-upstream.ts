@@ -6,7 +6,18 @@ import { fileURLToPath } from 'node:url';
 
 /** One scripted answer of the fake upstream. */
 export type Script =
-  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string>; /** Wait for `release()` before answering. */ hold?: boolean }
+  | {
+      kind: 'json';
+      status?: number;
+      body: unknown;
+      /** When set, the body is made from the request instead (e.g. a token count that depends on its max_tokens). */
+      bodyFor?: (received: Received) => unknown;
+      headers?: Record<string, string>;
+      /** Wait for `release()` before answering. */
+      hold?: boolean;
+      /** Wait this long before answering (a provider that takes its time; keeps requests in flight under load). */
+      delayMs?: number;
+    }
   | { kind: 'text'; status: number; body: string; headers?: Record<string, string> }
   | {
       kind: 'sse';
@@ -23,6 +34,8 @@ export type Script =
   | { kind: 'destroy' };
 
 export interface Received {
+  /** When it arrived (Date.now()). */
+  at: number;
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, unknown>;
@@ -65,6 +78,7 @@ export class ScriptedUpstream {
   private server: Server | undefined;
   private holds: Array<() => void> = [];
   private held: Array<() => void> = [];
+  private mostHeld = 0;
   private readonly sockets = new Set<Socket>();
 
   script(...scripts: Script[]): this {
@@ -88,6 +102,16 @@ export class ScriptedUpstream {
     return this.holds.length;
   }
 
+  /** The most requests that waited at a hold point at once, since the start or `resetMaxHolding()`. */
+  get maxHolding(): number {
+    return this.mostHeld;
+  }
+
+  /** Starts counting `maxHolding` afresh from what is held now. */
+  resetMaxHolding(): void {
+    this.mostHeld = this.holds.length;
+  }
+
   /** Resolves once a held stream reached its hold point. */
   waitHeld(): Promise<void> {
     return new Promise((resolve) => this.held.push(resolve));
@@ -101,6 +125,7 @@ export class ScriptedUpstream {
   private hold(): Promise<void> {
     return new Promise<void>((resolve) => {
       this.holds.push(resolve);
+      this.mostHeld = Math.max(this.mostHeld, this.holds.length);
       this.held.splice(0).forEach((h) => h());
     });
   }
@@ -127,13 +152,16 @@ export class ScriptedUpstream {
     } catch {
       // leave empty
     }
-    this.received.push({ path: req.url ?? '', headers: req.headers, body });
+    const received: Received = { at: Date.now(), path: req.url ?? '', headers: req.headers, body };
+    this.received.push(received);
     const s = this.next();
     switch (s.kind) {
       case 'json':
         if (s.hold) await this.hold();
+        if (s.delayMs) await new Promise((resolve) => setTimeout(resolve, s.delayMs));
+        if (res.destroyed) return;
         res.writeHead(s.status ?? 200, { 'content-type': 'application/json', ...s.headers });
-        res.end(JSON.stringify(s.body));
+        res.end(JSON.stringify(s.bodyFor ? s.bodyFor(received) : s.body));
         return;
       case 'text':
         res.writeHead(s.status, { 'content-type': 'text/plain', ...s.headers });

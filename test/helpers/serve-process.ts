@@ -22,8 +22,11 @@ export function writeYaml(dir: string, yaml: string): string {
   return file;
 }
 
-/** Starts `node dist/cli.js serve --config FILE` and resolves once it prints that it listens. */
-export function serveProcess(config: string): Promise<ServeProcess> {
+/**
+ * Starts `node dist/cli.js serve --config FILE` and resolves once it prints that it listens. With
+ * `timeoutMs`, a process that neither listens nor exits by then is killed (by its PID) and the start fails.
+ */
+export function serveProcess(config: string, options: { timeoutMs?: number } = {}): Promise<ServeProcess> {
   const proc = spawn(process.execPath, [CLI, 'serve', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const watchers: Array<{ pattern: RegExp; resolve: () => void }> = [];
@@ -43,10 +46,21 @@ export function serveProcess(config: string): Promise<ServeProcess> {
       else watchers.push({ pattern, resolve });
     });
   return new Promise((resolve, reject) => {
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            proc.kill('SIGKILL');
+            reject(new Error(`serve did not listen within ${options.timeoutMs} ms: ${out}`));
+          }, options.timeoutMs);
     void waitFor(/listening on (http:\/\/[\d.]+:\d+)/).then(() => {
+      clearTimeout(timer);
       const base = (/listening on (http:\/\/[\d.]+:\d+)/.exec(out) as RegExpExecArray)[1] as string;
       resolve({ proc, base, output: () => out, exited, waitFor });
     });
-    void exited.then(({ code }) => reject(new Error(`serve exited with ${code} before listening: ${out}`)));
+    void exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code} before listening: ${out}`));
+    });
   });
 }
