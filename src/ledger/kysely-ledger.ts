@@ -3,6 +3,7 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Account, AccountType, Charge, CreditKind, Generation, KeyPatch, KeyRecord, KeyUsage, Ledger, NewAccount, NewKey, UsageTotals } from './ledger.js';
 import type { Nano } from './money.js';
 import { periodKeys, type LimitReset, type PeriodKeys } from './periods.js';
+import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
 import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
 
 const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
@@ -80,6 +81,13 @@ function toGeneration(row: GenerationsTable): Generation {
   };
 }
 
+/**
+ * How long a read waits for the database before it is answered ledger_unavailable (CONTRACT §8: no
+ * request waits on it past 5 s). Above database.ts's statement timeout, so that a slow statement is
+ * cancelled by the server first; this bound is for a server that does not answer at all.
+ */
+const READ_DEADLINE_MS = 3000;
+
 /** How long a key read from the database is reused. */
 const KEY_CACHE_MS = 5_000;
 
@@ -125,6 +133,8 @@ export interface KyselyLedgerOptions {
   maxQueuedCharges?: number;
   /** How long `close()` keeps trying to write queued charges (`ledger.shutdown_deadline_ms`). */
   shutdownDeadlineMs?: number;
+  /** How long a read waits for the database before it is answered ledger_unavailable (READ_DEADLINE_MS). */
+  readDeadlineMs?: number;
 }
 
 /**
@@ -166,21 +176,58 @@ export class KyselyLedger implements Ledger {
     this.postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   }
 
+  /**
+   * A read that a request needs (to be admitted, or to answer): bounded by `readDeadlineMs`, and
+   * ledger_unavailable when the database does not answer (ledger-unavailable.ts decides), so that a
+   * client gets a 503 with Retry-After, never a 500 or a wait without end. An abandoned read finishes
+   * (or fails) on its connection by itself: it changes nothing.
+   */
+  private async read<T>(op: () => Promise<T>): Promise<T> {
+    const ms = this.options.readDeadlineMs ?? READ_DEADLINE_MS;
+    const running = op();
+    running.catch(() => undefined); // answered below, or abandoned past the deadline
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new LedgerTimeout(ms)), ms);
+    });
+    try {
+      return await Promise.race([running, deadline]);
+    } catch (err) {
+      throw asLedgerError(err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * An admin write: ledger_unavailable when the database does not answer. It has no deadline of its
+   * own (the statement timeout bounds it): a write given up while it runs could still land.
+   */
+  private async write<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      throw asLedgerError(err);
+    }
+  }
+
   async createAccount(input: NewAccount): Promise<Account> {
     const id = `acct_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
-    await this.db
-      .insertInto('accounts')
-      .values({
-        id,
-        name: input.name,
-        type: input.type,
-        balance: 0,
-        total_purchased: 0,
-        total_usage: 0,
-        created_at: input.createdAt,
-        free_model_limits_exempt: flag(input.freeModelLimitsExempt),
-      })
-      .execute();
+    await this.write(() =>
+      this.db
+        .insertInto('accounts')
+        .values({
+          id,
+          name: input.name,
+          type: input.type,
+          balance: 0,
+          total_purchased: 0,
+          total_usage: 0,
+          created_at: input.createdAt,
+          free_model_limits_exempt: flag(input.freeModelLimitsExempt),
+        })
+        .execute(),
+    );
     return (await this.getAccount(id)) as Account;
   }
 
@@ -202,9 +249,11 @@ export class KyselyLedger implements Ledger {
   }
 
   async getAccount(id: string): Promise<Account | undefined> {
-    const [row, pending] = await this.consistent(
-      () => this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst(),
-      () => this.pendingByAccount.get(id) ?? 0n,
+    const [row, pending] = await this.read(() =>
+      this.consistent(
+        () => this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst(),
+        () => this.pendingByAccount.get(id) ?? 0n,
+      ),
     );
     if (!row) return undefined;
     const account = toAccount(row);
@@ -219,22 +268,24 @@ export class KyselyLedger implements Ledger {
 
   async addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined> {
     const done = await this.changing(() =>
-      this.db.transaction().execute(async (trx) => {
-        const res = await trx
-          .updateTable('accounts')
-          .set((eb) => ({
-            balance: eb('balance', '+', amount),
-            total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
-          }))
-          .where('id', '=', accountId)
-          .executeTakeFirst();
-        if (big(res.numUpdatedRows) === 0n) return false;
-        await trx
-          .insertInto('credit_entries')
-          .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
-          .execute();
-        return true;
-      }),
+      this.write(() =>
+        this.db.transaction().execute(async (trx) => {
+          const res = await trx
+            .updateTable('accounts')
+            .set((eb) => ({
+              balance: eb('balance', '+', amount),
+              total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
+            }))
+            .where('id', '=', accountId)
+            .executeTakeFirst();
+          if (big(res.numUpdatedRows) === 0n) return false;
+          await trx
+            .insertInto('credit_entries')
+            .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
+            .execute();
+          return true;
+        }),
+      ),
     );
     return done ? this.getAccount(accountId) : undefined;
   }
@@ -253,21 +304,23 @@ export class KyselyLedger implements Ledger {
   }
 
   async createKey(key: NewKey): Promise<KeyRecord> {
-    await this.db
-      .insertInto('api_keys')
-      .values({
-        hash: key.hash,
-        account_id: key.accountId,
-        name: key.name,
-        label: key.label,
-        disabled: 0,
-        limit_amount: key.limit,
-        limit_reset: key.limitReset,
-        include_byok_in_limit: flag(key.includeByokInLimit),
-        expires_at: key.expiresAt,
-        created_at: key.createdAt,
-      })
-      .execute();
+    await this.write(() =>
+      this.db
+        .insertInto('api_keys')
+        .values({
+          hash: key.hash,
+          account_id: key.accountId,
+          name: key.name,
+          label: key.label,
+          disabled: 0,
+          limit_amount: key.limit,
+          limit_reset: key.limitReset,
+          include_byok_in_limit: flag(key.includeByokInLimit),
+          expires_at: key.expiresAt,
+          created_at: key.createdAt,
+        })
+        .execute(),
+    );
     return (await this.findKey(key.hash)) as KeyRecord;
   }
 
@@ -279,7 +332,7 @@ export class KyselyLedger implements Ledger {
     const hit = this.keyCache.get(hash);
     if (hit && Date.now() - hit.at < KEY_CACHE_MS) return { ...hit.key };
     const keyChangesBefore = this.keyChanges;
-    const row = await this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
+    const row = await this.read(() => this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst());
     if (!row) return undefined;
     const key = toKey(row);
     // A row read while this process changed keys may be stale: use it, but do not keep it.
@@ -291,7 +344,9 @@ export class KyselyLedger implements Ledger {
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
-    const rows = await this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('hash').execute();
+    const rows = await this.read(() =>
+      this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('hash').execute(),
+    );
     return rows.map(toKey);
   }
 
@@ -303,7 +358,7 @@ export class KyselyLedger implements Ledger {
     if (patch.includeByokInLimit !== undefined) set.include_byok_in_limit = flag(patch.includeByokInLimit);
     if (patch.disabled !== undefined) set.disabled = flag(patch.disabled);
     if (Object.keys(set).length > 0) {
-      await this.changingKey(hash, () => this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute());
+      await this.changingKey(hash, () => this.write(() => this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute()));
     }
     return this.findKey(hash);
   }
@@ -324,27 +379,31 @@ export class KyselyLedger implements Ledger {
   }
 
   async deleteKey(hash: string): Promise<boolean> {
-    await this.flush();
-    return this.changingKey(hash, () =>
-      this.db.transaction().execute(async (trx) => {
-        await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
-        const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
-        return big(res.numDeletedRows) > 0n;
-      }),
-    );
+    return this.write(async () => {
+      await this.flush();
+      return this.changingKey(hash, () =>
+        this.db.transaction().execute(async (trx) => {
+          await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
+          const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
+          return big(res.numDeletedRows) > 0n;
+        }),
+      );
+    });
   }
 
   async keyUsage(hash: string, at: number): Promise<KeyUsage> {
     const p = periodKeys(at);
-    const [rows, pendingForKey] = await this.consistent(
-      () =>
-        this.db
-          .selectFrom('key_usage')
-          .select(['period', 'usage', 'byok_usage'])
-          .where('key_hash', '=', hash)
-          .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
-          .execute(),
-      () => [...this.pendingCharges.values()].filter((e) => e.charge.keyHash === hash),
+    const [rows, pendingForKey] = await this.read(() =>
+      this.consistent(
+        () =>
+          this.db
+            .selectFrom('key_usage')
+            .select(['period', 'usage', 'byok_usage'])
+            .where('key_hash', '=', hash)
+            .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
+            .execute(),
+        () => [...this.pendingCharges.values()].filter((e) => e.charge.keyHash === hash),
+      ),
     );
     const get = (period: string): UsageTotals => {
       const row = rows.find((r) => r.period === period);
@@ -362,20 +421,24 @@ export class KyselyLedger implements Ledger {
   }
 
   async putByokSecret(accountId: string, provider: string, ciphertext: string, at: number): Promise<void> {
-    await this.db
-      .insertInto('byok_secrets')
-      .values({ account_id: accountId, provider, ciphertext, created_at: at })
-      .onConflict((oc) => oc.columns(['account_id', 'provider']).doUpdateSet({ ciphertext, created_at: at }))
-      .execute();
+    await this.write(() =>
+      this.db
+        .insertInto('byok_secrets')
+        .values({ account_id: accountId, provider, ciphertext, created_at: at })
+        .onConflict((oc) => oc.columns(['account_id', 'provider']).doUpdateSet({ ciphertext, created_at: at }))
+        .execute(),
+    );
   }
 
   async deleteByokSecret(accountId: string, provider: string): Promise<boolean> {
-    const res = await this.db.deleteFrom('byok_secrets').where('account_id', '=', accountId).where('provider', '=', provider).executeTakeFirst();
+    const res = await this.write(() =>
+      this.db.deleteFrom('byok_secrets').where('account_id', '=', accountId).where('provider', '=', provider).executeTakeFirst(),
+    );
     return big(res.numDeletedRows) > 0n;
   }
 
   async byokSecrets(accountId: string): Promise<Map<string, string>> {
-    const rows = await this.db.selectFrom('byok_secrets').select(['provider', 'ciphertext']).where('account_id', '=', accountId).execute();
+    const rows = await this.read(() => this.db.selectFrom('byok_secrets').select(['provider', 'ciphertext']).where('account_id', '=', accountId).execute());
     return new Map(rows.map((r) => [r.provider, r.ciphertext]));
   }
 
@@ -460,10 +523,12 @@ export class KyselyLedger implements Ledger {
   }
 
   /**
-   * Writes a batch in one transaction and marks its charges durable. When the transaction fails, the
-   * charges are tried one by one, so that one charge the database refuses cannot hold back the
-   * others: a charge refused while others in its batch were written is retried a few times, then set
-   * aside and reported. When none could be written the database is failing: the batch is kept whole.
+   * Writes a batch in one transaction and marks its charges durable. When the transaction fails while
+   * the database answers, the charges are tried one by one, so that one charge the database refuses
+   * cannot hold back the others: a charge refused while others in its batch were written is retried a
+   * few times, then set aside and reported. When the database does not answer, or none could be
+   * written, the batch is kept whole (a COMMIT that failed may have landed: the retry skips the
+   * generations already recorded, so none is charged twice).
    */
   private async writeBatch(batch: Queued[]): Promise<Queued[]> {
     let batchError: unknown;
@@ -472,7 +537,8 @@ export class KyselyLedger implements Ledger {
       batch.forEach((q) => q.durable());
       return [];
     } catch (err) {
-      if (batch.length === 1) throw err;
+      // The database does not answer: trying the charges one by one would only wait longer. Keep them all.
+      if (batch.length === 1 || isLedgerUnavailable(err)) throw err;
       batchError = err;
     }
     const failed: Queued[] = [];
@@ -595,9 +661,11 @@ export class KyselyLedger implements Ledger {
   async getGeneration(id: string): Promise<Generation | undefined> {
     const pending = this.pendingCharges.get(id);
     if (pending) return { ...pending.charge };
-    const [row, late] = await this.consistent(
-      () => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst(),
-      () => this.pendingCharges.get(id),
+    const [row, late] = await this.read(() =>
+      this.consistent(
+        () => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst(),
+        () => this.pendingCharges.get(id),
+      ),
     );
     return row ? toGeneration(row) : late ? { ...late.charge } : undefined;
   }
@@ -612,16 +680,18 @@ export class KyselyLedger implements Ledger {
   }
 
   async getSetting(name: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst();
+    const row = await this.read(() => this.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst());
     return row?.value;
   }
 
   async setSetting(name: string, value: string): Promise<void> {
-    await this.db
-      .insertInto('settings')
-      .values({ name, value })
-      .onConflict((oc) => oc.column('name').doUpdateSet({ value }))
-      .execute();
+    await this.write(() =>
+      this.db
+        .insertInto('settings')
+        .values({ name, value })
+        .onConflict((oc) => oc.column('name').doUpdateSet({ value }))
+        .execute(),
+    );
   }
 
   async settingOrCreate(name: string, make: () => string): Promise<{ value: string; created: boolean }> {
@@ -629,12 +699,14 @@ export class KyselyLedger implements Ledger {
     if (stored !== undefined) return { value: stored, created: false };
     const value = make();
     // Of processes inserting at once, one insert takes; the others do nothing and read its value back.
-    const inserted = await this.db
-      .insertInto('settings')
-      .values({ name, value })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .returning('name')
-      .execute();
+    const inserted = await this.write(() =>
+      this.db
+        .insertInto('settings')
+        .values({ name, value })
+        .onConflict((oc) => oc.column('name').doNothing())
+        .returning('name')
+        .execute(),
+    );
     if (inserted.length > 0) return { value, created: true };
     const winner = await this.getSetting(name);
     if (winner === undefined) throw new Error(`setting "${name}" was stored by another process and then removed`);
