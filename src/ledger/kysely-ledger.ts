@@ -650,6 +650,14 @@ export class KyselyLedger implements Ledger {
     try {
       await trx.commit().execute();
       batch.forEach((c) => this.unpend(c));
+    } catch (err) {
+      // Kysely keeps the connection of a failed COMMIT checked out: the rollback gives it back (even
+      // when it fails itself), so that failures do not drain the pool (or, on SQLite, lock it for good).
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
+      throw err;
     } finally {
       // A COMMIT that failed may still have landed: the charges stay pending and are retried, and a
       // generation already recorded is never charged again.
