@@ -1,5 +1,7 @@
 import fc from 'fast-check';
-import { sql } from 'kysely';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, PostgresDialect, sql, SqliteDialect, type Dialect } from 'kysely';
+import pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +12,7 @@ import type { Charge, LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest } from '../src/ledger/migrations.js';
 import { creditsFromString, formatCredits } from '../src/ledger/money.js';
 import { databaseTargets } from './helpers/database.js';
+import type { Database } from '../src/ledger/schema.js';
 
 const T0 = Date.UTC(2026, 10, 18, 10); // Wednesday 18 Nov 2026
 
@@ -34,6 +37,36 @@ function charge(accountId: string, keyHash: string, cost: bigint, at = T0, extra
     createdAt: at,
     latencyMs: 5,
     ...extra,
+  };
+}
+
+/**
+ * A dialect whose COMMIT lands and then fails, `lost.left` times: a COMMIT whose answer was lost (the
+ * connection dropped just after the server committed).
+ */
+function losingCommitAnswers(inner: Dialect, lost: { left: number }): Dialect {
+  return {
+    createAdapter: () => inner.createAdapter(),
+    createQueryCompiler: () => inner.createQueryCompiler(),
+    createIntrospector: (db) => inner.createIntrospector(db),
+    createDriver: () => {
+      const driver = inner.createDriver();
+      return new Proxy(driver, {
+        get(target, prop) {
+          if (prop === 'commitTransaction') {
+            return async (...args: Parameters<typeof target.commitTransaction>) => {
+              await target.commitTransaction(...args);
+              if (lost.left > 0) {
+                lost.left -= 1;
+                throw new Error('Connection terminated unexpectedly');
+              }
+            };
+          }
+          const value = Reflect.get(target, prop, target) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    },
   };
 }
 
@@ -326,6 +359,47 @@ for (const target of databaseTargets) {
       } finally {
         await Promise.all(dbs.map((d) => d.destroy()));
         await fresh.drop();
+      }
+    });
+
+    it('issue 8: a COMMIT whose answer is lost, again and again, neither drains the connections nor charges twice', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-commit-'));
+      // Fewer connections than failures: a connection kept by a failed COMMIT would leave none.
+      const inner: Dialect =
+        target.name === 'postgres'
+          ? new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: 2000 }) })
+          : new SqliteDialect({ database: new BetterSqlite3(join(dir, 'ledger.db')) });
+      const lost = { left: 5 };
+      const lossy = new Kysely<Database>({ dialect: losingCommitAnswers(inner, lost) });
+      try {
+        if (target.name === 'sqlite') await migrateToLatest(lossy);
+        const l = new KyselyLedger(lossy, { retryDelayMs: 60_000 });
+        const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
+        const hash = `h-lost-${target.name}`;
+        await l.createKey({
+          hash,
+          accountId: a.id,
+          name: 'k',
+          label: 'l',
+          limit: null,
+          limitReset: null,
+          includeByokInLimit: false,
+          expiresAt: null,
+          createdAt: T0,
+        });
+        lost.left = 5;
+        const charges = Array.from({ length: 3 }, () => charge(a.id, hash, 11n));
+        const written = charges.map((c) => l.charge(c));
+        // Each flush's COMMIT lands and reports failure: the charges stay queued and are sent again.
+        while (lost.left > 0) await expect(l.flush()).rejects.toThrow(/terminated/);
+        await l.flush();
+        await Promise.all(written);
+        const fresh = new KyselyLedger(lossy);
+        expect((await fresh.getAccount(a.id))?.totalUsage).toBe(33n);
+        expect((await fresh.keyUsage(hash, T0)).all.usage).toBe(33n);
+      } finally {
+        await lossy.destroy();
+        rmSync(dir, { recursive: true, force: true });
       }
     });
   });

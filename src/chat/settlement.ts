@@ -47,7 +47,7 @@ export class Settlement {
   private result: Settled | undefined;
 
   constructor(
-    private readonly ledger: Pick<Charges, 'charge' | 'awaitDurable'>,
+    private readonly ledger: Charges,
     private readonly base: SettlementBase,
     private readonly byokFeeFraction: number,
     private readonly ticket: Ticket,

@@ -14,7 +14,7 @@ function bearer(req: FastifyRequest): string | undefined {
 const unauthorized = (message: string) => new GatewayError('unauthorized', message);
 
 /** The API key the request carries, if it is valid: known, enabled and not expired (else 401). */
-export async function authenticateKey(req: FastifyRequest, ledger: Pick<Keys, 'findKey'>, clock: Clock): Promise<KeyRecord> {
+export async function authenticateKey(req: FastifyRequest, ledger: Keys, clock: Clock): Promise<KeyRecord> {
   const presented = bearer(req);
   if (!presented) throw unauthorized('missing API key: send it as "Authorization: Bearer <API_KEY>"');
   const key = await ledger.findKey(hashApiKey(presented));

@@ -31,6 +31,19 @@ function withStatementCache(db: BetterSqlite3.Database): BetterSqlite3.Database 
 }
 
 /**
+ * How long the ledger waits on PostgreSQL (CONTRACT §8: nothing waits on it past 5 s). A read also has
+ * a deadline of its own in KyselyLedger, for a server that does not answer at all.
+ */
+export const POSTGRES_LIMITS = {
+  /** A new connection, or a free one from the pool. */
+  connectMs: 2000,
+  /** One statement, on the server. The ledger's are small: a group commit writes 500 rows a statement. */
+  statementMs: 2000,
+  /** A transaction open with no statement running. */
+  idleInTransactionMs: 10_000,
+} as const;
+
+/**
  * Opens the ledger database named by `database_url` (sqlite:PATH, sqlite::memory:, postgres://…).
  * `readOnly` (SQLite) opens an existing file without writing: no directory or file is created.
  */
@@ -48,8 +61,23 @@ export function openDatabase(url: string, options: { readOnly?: boolean } = {}):
     sqlite.defaultSafeIntegers(true);
     return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   }
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
-  // A pool error (a dropped idle connection) must not crash the process; the next query reconnects.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: POSTGRES_LIMITS.connectMs,
+    // Server-side bounds, set on every session: a statement (a lock wait included) is cancelled past
+    // statementMs; a transaction left open by a stalled process is ended, freeing its row locks.
+    statement_timeout: POSTGRES_LIMITS.statementMs,
+    idle_in_transaction_session_timeout: POSTGRES_LIMITS.idleInTransactionMs,
+    keepAlive: true,
+  });
+  // A connection the server ends (a restart, a crash, a network cut) emits 'error' on its client, idle
+  // or checked out; with no listener that kills the process. The pool listens on idle clients; every
+  // client gets a listener of its own for the time it is checked out. The query running on it fails
+  // (and is answered ledger_unavailable); the pool drops the client when it is released.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }

@@ -18,6 +18,7 @@ import type {
   UsageTotals,
 } from './ledger.js';
 import type { Nano } from './money.js';
+import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
 import { periodKeys, type LimitReset } from './periods.js';
 import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
 
@@ -96,6 +97,13 @@ function toGeneration(row: GenerationsTable): Generation {
   };
 }
 
+/**
+ * How long a read waits for the database before it is answered ledger_unavailable (CONTRACT §8: no
+ * request waits on it past 5 s). Above database.ts's statement timeout, so that a slow statement is
+ * cancelled by the server first; this bound is for a server that does not answer at all.
+ */
+const READ_DEADLINE_MS = 3000;
+
 interface Queued {
   charge: Charge;
   durable: () => void;
@@ -134,6 +142,8 @@ export interface KyselyLedgerOptions {
    * credit entries), after COMMIT: the limits store keeps the newest view (see LedgerUpdate).
    */
   onCommitted?: (updates: LedgerUpdate[]) => void;
+  /** How long a read waits for the database before it is answered ledger_unavailable (READ_DEADLINE_MS). */
+  readDeadlineMs?: number;
   /** Called when the database refused a single charge that others in its batch did not trip on. */
   onChargeRejected?: (err: unknown, charge: Charge) => void;
   retryDelayMs?: number;
@@ -171,26 +181,63 @@ export class KyselyLedger implements Ledger {
     this.postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   }
 
+  /**
+   * A read that a request needs (to be admitted, or to answer): bounded by `readDeadlineMs`, and
+   * ledger_unavailable when the database does not answer (ledger-unavailable.ts decides), so that a
+   * client gets a 503 with Retry-After, never a 500 or a wait without end. An abandoned read finishes
+   * (or fails) on its connection by itself: it changes nothing.
+   */
+  private async read<T>(op: () => Promise<T>): Promise<T> {
+    const ms = this.options.readDeadlineMs ?? READ_DEADLINE_MS;
+    const running = op();
+    running.catch(() => undefined); // answered below, or abandoned past the deadline
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new LedgerTimeout(ms)), ms);
+    });
+    try {
+      return await Promise.race([running, deadline]);
+    } catch (err) {
+      throw asLedgerError(err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * An admin write: ledger_unavailable when the database does not answer. It has no deadline of its
+   * own (the statement timeout bounds it): a write given up while it runs could still land.
+   */
+  private async write<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      throw asLedgerError(err);
+    }
+  }
+
   async createAccount(input: NewAccount): Promise<Account> {
     const id = `acct_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
-    await this.db
-      .insertInto('accounts')
-      .values({
-        id,
-        name: input.name,
-        type: input.type,
-        balance: 0,
-        total_purchased: 0,
-        total_usage: 0,
-        created_at: input.createdAt,
-        free_model_limits_exempt: flag(input.freeModelLimitsExempt),
-      })
-      .execute();
+    await this.write(() =>
+      this.db
+        .insertInto('accounts')
+        .values({
+          id,
+          name: input.name,
+          type: input.type,
+          balance: 0,
+          total_purchased: 0,
+          total_usage: 0,
+          created_at: input.createdAt,
+          free_model_limits_exempt: flag(input.freeModelLimitsExempt),
+        })
+        .execute(),
+    );
     return (await this.getAccount(id)) as Account;
   }
 
   async getAccount(id: string): Promise<Account | undefined> {
-    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await this.read(() => this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst());
     return row ? toAccount(row) : undefined;
   }
 
@@ -198,13 +245,14 @@ export class KyselyLedger implements Ledger {
     // One statement, so one snapshot: the account's row and the key's rows as of the same commit.
     const query = this.db.selectFrom('accounts').select(['accounts.seq', 'accounts.balance', 'accounts.total_usage']).where('accounts.id', '=', accountId);
     const periods = key?.periods ?? [];
-    const rows = await (
-      key
+    const rows = await this.read(() =>
+      (key
         ? query
             .leftJoin('key_usage', (join) => join.on('key_usage.key_hash', '=', key.hash).on('key_usage.period', 'in', [...periods]))
             .select(['key_usage.period', 'key_usage.usage', 'key_usage.byok_usage'])
         : query.select((eb) => [eb.val(null).as('period'), eb.val(null).as('usage'), eb.val(null).as('byok_usage')])
-    ).execute();
+      ).execute(),
+    );
     const first = rows[0];
     if (!first) return undefined;
     const seq = big(first.seq);
@@ -225,56 +273,62 @@ export class KyselyLedger implements Ledger {
   }
 
   async addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined> {
-    const row = await this.db.transaction().execute(async (trx) => {
-      const updated = await trx
-        .updateTable('accounts')
-        .set((eb) => ({
-          balance: eb('balance', '+', amount),
-          total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
-          seq: eb('seq', '+', 1),
-        }))
-        .where('id', '=', accountId)
-        .returningAll()
-        .executeTakeFirst();
-      if (!updated) return undefined;
-      await trx
-        .insertInto('credit_entries')
-        .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
-        .execute();
-      return updated;
-    });
+    const row = await this.write(() =>
+      this.db.transaction().execute(async (trx) => {
+        const updated = await trx
+          .updateTable('accounts')
+          .set((eb) => ({
+            balance: eb('balance', '+', amount),
+            total_purchased: kind === 'purchase' ? eb('total_purchased', '+', amount) : eb.ref('total_purchased'),
+            seq: eb('seq', '+', 1),
+          }))
+          .where('id', '=', accountId)
+          .returningAll()
+          .executeTakeFirst();
+        if (!updated) return undefined;
+        await trx
+          .insertInto('credit_entries')
+          .values({ id: `cred_${randomUUID()}`, account_id: accountId, kind, amount, created_at: at })
+          .execute();
+        return updated;
+      }),
+    );
     if (!row) return undefined;
     this.options.onCommitted?.([{ accountId, account: { seq: big(row.seq), balance: big(row.balance), totalUsage: big(row.total_usage) } }]);
     return toAccount(row);
   }
 
   async createKey(key: NewKey): Promise<KeyRecord> {
-    await this.db
-      .insertInto('api_keys')
-      .values({
-        hash: key.hash,
-        account_id: key.accountId,
-        name: key.name,
-        label: key.label,
-        disabled: 0,
-        limit_amount: key.limit,
-        limit_reset: key.limitReset,
-        include_byok_in_limit: flag(key.includeByokInLimit),
-        expires_at: key.expiresAt,
-        created_at: key.createdAt,
-      })
-      .execute();
+    await this.write(() =>
+      this.db
+        .insertInto('api_keys')
+        .values({
+          hash: key.hash,
+          account_id: key.accountId,
+          name: key.name,
+          label: key.label,
+          disabled: 0,
+          limit_amount: key.limit,
+          limit_reset: key.limitReset,
+          include_byok_in_limit: flag(key.includeByokInLimit),
+          expires_at: key.expiresAt,
+          created_at: key.createdAt,
+        })
+        .execute(),
+    );
     return (await this.findKey(key.hash)) as KeyRecord;
   }
 
   /** Reads the key from the database every time: caching is CachedKeys's, which the change feed keeps fresh. */
   async findKey(hash: string): Promise<KeyRecord | undefined> {
-    const row = await this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
+    const row = await this.read(() => this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst());
     return row ? toKey(row) : undefined;
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
-    const rows = await this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('hash').execute();
+    const rows = await this.read(() =>
+      this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('hash').execute(),
+    );
     return rows.map(toKey);
   }
 
@@ -286,28 +340,32 @@ export class KyselyLedger implements Ledger {
     if (patch.includeByokInLimit !== undefined) set.include_byok_in_limit = flag(patch.includeByokInLimit);
     if (patch.disabled !== undefined) set.disabled = flag(patch.disabled);
     if (Object.keys(set).length > 0) {
-      await this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute();
+      await this.write(() => this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute());
     }
     return this.findKey(hash);
   }
 
   async deleteKey(hash: string): Promise<boolean> {
     await this.flush();
-    return this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
-      const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
-      return big(res.numDeletedRows) > 0n;
-    });
+    return this.write(() =>
+      this.db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
+        const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
+        return big(res.numDeletedRows) > 0n;
+      }),
+    );
   }
 
   async keyUsage(hash: string, at: number): Promise<KeyUsage> {
     const p = periodKeys(at);
-    const rows = await this.db
-      .selectFrom('key_usage')
-      .select(['period', 'usage', 'byok_usage'])
-      .where('key_hash', '=', hash)
-      .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
-      .execute();
+    const rows = await this.read(() =>
+      this.db
+        .selectFrom('key_usage')
+        .select(['period', 'usage', 'byok_usage'])
+        .where('key_hash', '=', hash)
+        .where('period', 'in', [p.all, p.daily, p.weekly, p.monthly])
+        .execute(),
+    );
     const get = (period: string): UsageTotals => {
       const row = rows.find((r) => r.period === period);
       return row ? { usage: big(row.usage), byokUsage: big(row.byok_usage) } : { usage: 0n, byokUsage: 0n };
@@ -316,20 +374,24 @@ export class KyselyLedger implements Ledger {
   }
 
   async putByokSecret(accountId: string, provider: string, ciphertext: string, at: number): Promise<void> {
-    await this.db
-      .insertInto('byok_secrets')
-      .values({ account_id: accountId, provider, ciphertext, created_at: at })
-      .onConflict((oc) => oc.columns(['account_id', 'provider']).doUpdateSet({ ciphertext, created_at: at }))
-      .execute();
+    await this.write(() =>
+      this.db
+        .insertInto('byok_secrets')
+        .values({ account_id: accountId, provider, ciphertext, created_at: at })
+        .onConflict((oc) => oc.columns(['account_id', 'provider']).doUpdateSet({ ciphertext, created_at: at }))
+        .execute(),
+    );
   }
 
   async deleteByokSecret(accountId: string, provider: string): Promise<boolean> {
-    const res = await this.db.deleteFrom('byok_secrets').where('account_id', '=', accountId).where('provider', '=', provider).executeTakeFirst();
+    const res = await this.write(() =>
+      this.db.deleteFrom('byok_secrets').where('account_id', '=', accountId).where('provider', '=', provider).executeTakeFirst(),
+    );
     return big(res.numDeletedRows) > 0n;
   }
 
   async byokSecrets(accountId: string): Promise<Map<string, string>> {
-    const rows = await this.db.selectFrom('byok_secrets').select(['provider', 'ciphertext']).where('account_id', '=', accountId).execute();
+    const rows = await this.read(() => this.db.selectFrom('byok_secrets').select(['provider', 'ciphertext']).where('account_id', '=', accountId).execute());
     return new Map(rows.map((r) => [r.provider, r.ciphertext]));
   }
 
@@ -424,7 +486,8 @@ export class KyselyLedger implements Ledger {
       batch.forEach((q) => q.durable());
       return [];
     } catch (err) {
-      if (batch.length === 1) throw err;
+      // The database does not answer: trying the charges one by one would only wait longer. Keep them all.
+      if (batch.length === 1 || isLedgerUnavailable(err)) throw err;
       batchError = err;
     }
     const failed: Queued[] = [];
@@ -548,7 +611,17 @@ export class KyselyLedger implements Ledger {
     }
     // A COMMIT that fails may still have landed: the charges stay pending and are retried, and a
     // generation already recorded is never charged again.
-    await trx.commit().execute();
+    try {
+      await trx.commit().execute();
+    } catch (err) {
+      // Kysely keeps the connection of a failed COMMIT checked out: the rollback gives it back (even
+      // when it fails itself), so that failures do not drain the pool (or, on SQLite, lock it for good).
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
+      throw err;
+    }
     batch.forEach((c) => this.unpend(c));
     this.options.onCommitted?.(updates);
   }
@@ -556,12 +629,12 @@ export class KyselyLedger implements Ledger {
   async getGeneration(id: string): Promise<Generation | undefined> {
     const pending = this.pendingCharges.get(id);
     if (pending) return { ...pending.charge };
-    const row = await this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await this.read(() => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
     if (row) return toGeneration(row);
     // Still queued, or written while it was read: ask again.
     const late = this.pendingCharges.get(id);
     if (late) return { ...late.charge };
-    const again = await this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst();
+    const again = await this.read(() => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
     return again ? toGeneration(again) : undefined;
   }
 
@@ -571,16 +644,18 @@ export class KyselyLedger implements Ledger {
   }
 
   async getSetting(name: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst();
+    const row = await this.read(() => this.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst());
     return row?.value;
   }
 
   async setSetting(name: string, value: string): Promise<void> {
-    await this.db
-      .insertInto('settings')
-      .values({ name, value })
-      .onConflict((oc) => oc.column('name').doUpdateSet({ value }))
-      .execute();
+    await this.write(() =>
+      this.db
+        .insertInto('settings')
+        .values({ name, value })
+        .onConflict((oc) => oc.column('name').doUpdateSet({ value }))
+        .execute(),
+    );
   }
 
   async settingOrCreate(name: string, make: () => string): Promise<{ value: string; created: boolean }> {
@@ -588,12 +663,14 @@ export class KyselyLedger implements Ledger {
     if (stored !== undefined) return { value: stored, created: false };
     const value = make();
     // Of processes inserting at once, one insert takes; the others do nothing and read its value back.
-    const inserted = await this.db
-      .insertInto('settings')
-      .values({ name, value })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .returning('name')
-      .execute();
+    const inserted = await this.write(() =>
+      this.db
+        .insertInto('settings')
+        .values({ name, value })
+        .onConflict((oc) => oc.column('name').doNothing())
+        .returning('name')
+        .execute(),
+    );
     if (inserted.length > 0) return { value, created: true };
     const winner = await this.getSetting(name);
     if (winner === undefined) throw new Error(`setting "${name}" was stored by another process and then removed`);

@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
 
 /** Migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL. */
@@ -104,7 +104,25 @@ const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+/**
+ * Brings the schema to the latest migration. Processes starting at once on one PostgreSQL database
+ * take turns: Kysely's migrator holds an advisory lock while it migrates, and creates its own tables
+ * if-not-exists. On PostgreSQL the migrating session has no statement timeout (the ledger's sessions
+ * do: see database.ts): a migration, or the wait for another process's, may take longer than one.
+ */
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return migrate(db);
+  await db.connection().execute(async (session) => {
+    await sql`SET statement_timeout = 0`.execute(session);
+    try {
+      await migrate(session);
+    } finally {
+      await sql`RESET statement_timeout`.execute(session).catch(() => undefined);
+    }
+  });
+}
+
+async function migrate(db: Kysely<Database>): Promise<void> {
   const migrator = new Migrator({ db, provider, migrationTableName: 'tollgate_migrations', migrationLockTableName: 'tollgate_migrations_lock' });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
