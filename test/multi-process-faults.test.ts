@@ -157,7 +157,9 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
           cluster.note(auditLine('ledger', audit));
 
           expect.soft(cluster.unexpectedExits(), 'gateway processes that exited').toEqual([]);
-          expect.soft(before.filter((o) => o.status !== 200).length, `refused before the pause: ${some(before, t0)}`).toBe(0);
+          // A request sent before the pause but still being admitted when Redis stopped may get the 503 too.
+          const refusedBefore = before.filter((o) => o.status !== 200 && !(isUnavailable(o, 'limits_unavailable') && o.endAt >= pausedAt));
+          expect.soft(refusedBefore.length, `refused before the pause: ${some(refusedBefore, t0)}`).toBe(0);
           expect.soft(unchecked.length, 'requests sent while Redis was paused that reached the provider before SIGCONT').toBe(0);
           expect.soft(during.filter((o) => isUnavailable(o, 'limits_unavailable')).length, '503 limits_unavailable while paused').toBeGreaterThan(0);
           expect.soft(wrongDuring.length, `answered otherwise while paused: ${some(wrongDuring, t0)}`).toBe(0);

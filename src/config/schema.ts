@@ -199,7 +199,7 @@ const webPlugin = z
 const ledger = z
   .object({
     /** How long a finished answer waits for its charge to be durable before it is sent anyway (the charge stays queued). */
-    durable_wait_ms: z.number().int().positive().default(5000),
+    durable_wait_ms: z.number().int().positive().default(3000),
     /** How long shutdown keeps trying to write queued charges before it logs them and exits non-zero. */
     shutdown_deadline_ms: z.number().int().positive().default(30000),
     /** Charges waiting to be written past which answers wait for their own charge, however long (backpressure). */
