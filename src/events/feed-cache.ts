@@ -1,4 +1,4 @@
-import type { ChangeFeed } from './change-feed.js';
+import type { Change, ChangeFeed } from './change-feed.js';
 
 export interface FeedCacheOptions {
   /** The most entries kept; past it the least recently used goes. */
@@ -13,6 +13,8 @@ export interface FeedCacheOptions {
   fallbackTtlMs: number;
   /** Milliseconds on any clock that does not go back. */
   now: () => number;
+  /** The id a change makes stale in this cache, if any (a `reset` empties it). */
+  idOf: (change: Change) => string | undefined;
 }
 
 interface Load<V> {
@@ -22,8 +24,8 @@ interface Load<V> {
 }
 
 /**
- * A bounded cache of reads (LRU by count, and by age) that the change feed keeps fresh: the owner
- * calls `invalidate` for each change the feed names and `clear` on `reset`.
+ * A bounded cache of reads (LRU by count, and by age) that the change feed keeps fresh: it drops the
+ * entry each change names (`idOf`) and everything on `reset`, until `close()`.
  *
  * Invariant: an entry is never fresher than what the database held when its read started. A read is
  * aged from its start, and a read that an invalidation (or a reset) overtook is answered to the
@@ -33,11 +35,23 @@ interface Load<V> {
 export class FeedCache<V> {
   private readonly entries = new Map<string, { at: number; value: V }>();
   private readonly loading = new Map<string, Load<V>>();
+  private readonly unsubscribe: () => void;
 
   constructor(
-    private readonly feed: Pick<ChangeFeed, 'live'>,
+    private readonly feed: Pick<ChangeFeed, 'live' | 'subscribe'>,
     private readonly options: FeedCacheOptions,
-  ) {}
+  ) {
+    this.unsubscribe = feed.subscribe((event) => {
+      if (event.kind === 'reset') return this.clear();
+      const id = options.idOf(event);
+      if (id !== undefined) this.invalidate(id);
+    });
+  }
+
+  /** Stops listening to the feed. */
+  close(): void {
+    this.unsubscribe();
+  }
 
   /** The cached value of `id` while fresh; else `load()`'s, kept unless `id` changes while it runs. */
   get(id: string, load: () => Promise<V>): Promise<V> {

@@ -24,7 +24,6 @@ export interface CachedAccountsOptions {
  */
 export class CachedAccounts implements Accounts {
   private readonly cache: FeedCache<Account | undefined>;
-  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly inner: Accounts,
@@ -32,10 +31,12 @@ export class CachedAccounts implements Accounts {
     options: CachedAccountsOptions,
   ) {
     const ttlMs = Math.min(options.ttlMs ?? 1_000, 1_000);
-    this.cache = new FeedCache(feed, { now: options.now, maxEntries: options.maxEntries ?? 10_000, liveTtlMs: ttlMs, fallbackTtlMs: ttlMs });
-    this.unsubscribe = feed.subscribe((event) => {
-      if (event.kind === 'account') this.cache.invalidate(event.id);
-      else if (event.kind === 'reset') this.cache.clear();
+    this.cache = new FeedCache(feed, {
+      idOf: (c) => (c.kind === 'account' ? c.id : undefined),
+      now: options.now,
+      maxEntries: options.maxEntries ?? 10_000,
+      liveTtlMs: ttlMs,
+      fallbackTtlMs: ttlMs,
     });
   }
 
@@ -68,6 +69,6 @@ export class CachedAccounts implements Accounts {
 
   /** Stops listening to the feed. */
   close(): void {
-    this.unsubscribe();
+    this.cache.close();
   }
 }

@@ -25,7 +25,6 @@ export interface CachedKeysOptions {
  */
 export class CachedKeys implements Keys {
   private readonly cache: FeedCache<KeyRecord | undefined>;
-  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly inner: Keys,
@@ -33,14 +32,11 @@ export class CachedKeys implements Keys {
     options: CachedKeysOptions,
   ) {
     this.cache = new FeedCache(feed, {
+      idOf: (c) => (c.kind === 'key' ? c.hash : undefined),
       now: options.now,
       maxEntries: options.maxEntries ?? 10_000,
       liveTtlMs: options.liveTtlMs ?? 5_000,
       fallbackTtlMs: options.fallbackTtlMs ?? 1_000,
-    });
-    this.unsubscribe = feed.subscribe((event) => {
-      if (event.kind === 'key') this.cache.invalidate(event.hash);
-      else if (event.kind === 'reset') this.cache.clear();
     });
   }
 
@@ -72,7 +68,7 @@ export class CachedKeys implements Keys {
 
   /** Stops listening to the feed. */
   close(): void {
-    this.unsubscribe();
+    this.cache.close();
   }
 
   private async changing<T>(hash: string, write: () => Promise<T>): Promise<T> {

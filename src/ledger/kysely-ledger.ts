@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter, sql, type Kysely, type Selectable } from 'kysely';
+import { PostgresAdapter, sql, type ControlledTransaction, type Kysely, type Selectable } from 'kysely';
 import { commitUpdates } from './commit-updates.js';
 import type {
   Account,
@@ -130,6 +130,14 @@ function chunks<T>(rows: readonly T[], size: number): T[][] {
 const DESTROY_WAIT_MS = 2000;
 
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Ends a transaction that failed and gives its connection back; a rollback that fails itself is let go. */
+async function rollback(trx: ControlledTransaction<Database>): Promise<void> {
+  await trx
+    .rollback()
+    .execute()
+    .catch(() => undefined);
+}
 
 export interface KyselyLedgerOptions {
   /**
@@ -603,10 +611,7 @@ export class KyselyLedger implements Ledger {
       }
       updates = commitUpdates(sorted, snapshots, keyRows);
     } catch (err) {
-      await trx
-        .rollback()
-        .execute()
-        .catch(() => undefined);
+      await rollback(trx);
       throw err;
     }
     // A COMMIT that fails may still have landed: the charges stay pending and are retried, and a
@@ -616,10 +621,7 @@ export class KyselyLedger implements Ledger {
     } catch (err) {
       // Kysely keeps the connection of a failed COMMIT checked out: the rollback gives it back (even
       // when it fails itself), so that failures do not drain the pool (or, on SQLite, lock it for good).
-      await trx
-        .rollback()
-        .execute()
-        .catch(() => undefined);
+      await rollback(trx);
       throw err;
     }
     batch.forEach((c) => this.unpend(c));

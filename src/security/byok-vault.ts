@@ -21,7 +21,6 @@ export interface ByokVaultOptions {
  */
 export class ByokVault {
   private readonly cache: FeedCache<ReadonlyMap<string, string>>;
-  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly secrets: ByokSecrets,
@@ -30,14 +29,11 @@ export class ByokVault {
     private readonly options: ByokVaultOptions,
   ) {
     this.cache = new FeedCache(feed, {
+      idOf: (c) => (c.kind === 'byok' ? c.accountId : undefined),
       now: options.now,
       maxEntries: options.maxEntries ?? 10_000,
       liveTtlMs: options.liveTtlMs ?? 5_000,
       fallbackTtlMs: options.fallbackTtlMs ?? 1_000,
-    });
-    this.unsubscribe = feed.subscribe((event) => {
-      if (event.kind === 'byok') this.cache.invalidate(event.accountId);
-      else if (event.kind === 'reset') this.cache.clear();
     });
   }
 
@@ -61,7 +57,7 @@ export class ByokVault {
 
   /** Stops listening to the feed. */
   close(): void {
-    this.unsubscribe();
+    this.cache.close();
   }
 
   /** Writes, then publishes whatever the outcome (a write that failed may still have landed). */
