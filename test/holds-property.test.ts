@@ -11,10 +11,13 @@ import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
 import { migrateToLatest } from '../src/ledger/migrations.js';
 import { creditsFromJson } from '../src/ledger/money.js';
+import type { HoldStore } from '../src/limits/hold-store.js';
 import { MemoryHoldStore } from '../src/limits/memory-hold-store.js';
+import { RedisHoldStore } from '../src/limits/redis-hold-store.js';
 import { Catalog } from '../src/routing/catalog.js';
 import { planAttempts } from '../src/routing/plan.js';
 import { GatewayError } from '../src/errors.js';
+import { redisTarget, redisUrl } from './helpers/redis.js';
 
 const WINDOW = 60_000;
 const config = parseConfig({
@@ -72,7 +75,23 @@ function slowReads(ledger: KyselyLedger, delays: () => number): KyselyLedger {
   });
 }
 
-describe('in-flight holds under random interleavings (property)', () => {
+// The same property over every hold store: in process, and Redis (its Lua scripts) when REDIS_URL is set.
+const stores: Array<[string, number, (clock: ManualClock) => Promise<{ holds: HoldStore; close(): Promise<void> }>]> = [
+  ['memory', 400, async (clock) => ({ holds: new MemoryHoldStore(clock), close: async () => undefined })],
+];
+if (redisUrl) {
+  stores.push([
+    'redis',
+    200,
+    async (clock) => {
+      const t = await redisTarget();
+      const holds = new RedisHoldStore(t.client, { prefix: t.prefix, clock, syncEveryMs: 0 });
+      return { holds, close: async () => (await holds.close(), await t.close()) };
+    },
+  ]);
+}
+
+describe.each(stores)('in-flight holds under random interleavings (property), %s store', (_name, numRuns, makeStore) => {
   it('never exceed the budget, settle once each, and leave the balance equal to credits minus charges', async () => {
     const rules = inFlightRules(config);
     await fc.assert(
@@ -84,7 +103,8 @@ describe('in-flight holds under random interleavings (property)', () => {
           const db = openDatabase('sqlite::memory:');
           await migrateToLatest(db);
           const clock = new ManualClock(Date.UTC(2026, 10, 18, 9));
-          const holds = new MemoryHoldStore(clock);
+          const store = await makeStore(clock);
+          const holds = store.holds;
           const ledger = slowReads(new KyselyLedger(db, { onCommitted: (u) => u.forEach((x) => void holds.record(x)) }), () => turns.next().value as number);
           const money = new AccountMoney(holds, ledger, clock);
           const admission = new Admission({ holds, money, clock, config });
@@ -217,9 +237,10 @@ describe('in-flight holds under random interleavings (property)', () => {
           const generations = await db.selectFrom('generations').select(db.fn.countAll().as('n')).executeTakeFirst();
           expect(Number(generations?.n)).toBe(settledCount);
           await ledger.close();
+          await store.close();
         },
       ),
-      { numRuns: 400 },
+      { numRuns },
     );
   });
 });
