@@ -42,6 +42,13 @@ describe('config', () => {
     expect(c.models[0]?.endpoints[0]?.pricing).toEqual({ prompt: '0', completion: '0', request: '0', image: '0' });
   });
 
+  it('takes a port from the environment (port: ${PORT}), as several processes of one config do; refuses one that is no number', () => {
+    const file = tmp('listen:\n  host: 127.0.0.1\n  port: ${PORT}\n');
+    expect(loadConfig(file, { PORT: '8082' }).listen.port).toBe(8082);
+    expect(loadConfig(file, {}).listen.port).toBe(8080);
+    expect(() => loadConfig(file, { PORT: 'eighty' })).toThrow(/listen\.port/);
+  });
+
   it('keeps the embedded providers and models when a file sets only other keys', () => {
     const c = loadConfig(tmp('listen: { port: 9999 }\n'), {});
     expect(c.listen.port).toBe(9999);
