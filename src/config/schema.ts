@@ -14,9 +14,7 @@ const listen = z
   .object({
     host: z.string().min(1).default('127.0.0.1'),
     // A port often comes from the environment (`port: ${PORT}`), as text: whole digits are taken as the number.
-    port: z
-      .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number().int().min(0).max(65535))
-      .default(8080),
+    port: z.preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number().int().min(0).max(65535)).default(8080),
     trust_proxy: z.boolean().default(false),
     body_limit_mb: z.number().positive().max(1024).default(10),
   })
