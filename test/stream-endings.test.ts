@@ -22,7 +22,8 @@ describe('how a stream ends decides what is charged', () => {
   beforeAll(async () => {
     const base = await upstream.start();
     gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
+      // One connection: a request after another comes on the same one unless the first was torn down.
+      providers: [{ id: 'up', type: 'openai', base_url: base, connections: 1 }],
       models: [{ id: 't/m', endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
     });
   });
@@ -103,5 +104,25 @@ describe('how a stream ends decides what is charged', () => {
     expect(usage.completion_tokens).toBe(countTokens('hello world'));
     expect(usage.prompt_tokens).toBeGreaterThan(countTokens('count for me'));
     expect(usage.cost).toBe((usage.prompt_tokens * 1 + usage.completion_tokens * 2) / 1e6);
+  });
+
+  it('issue 9: an upstream that keeps its body open after [DONE] holds back neither the answer nor its connection', async () => {
+    const last = chunk('world', { choices: [{ index: 0, delta: { content: 'world' }, finish_reason: 'stop' }] });
+    upstream.script({ kind: 'sse', events: [chunk('hello '), last], holdAfterDone: true }, { kind: 'sse', events: [chunk('again')] });
+    const acct = await gw.account(1);
+    const held = upstream.waitHeld();
+    const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: streamBody });
+    // The whole answer arrives (usage chunk and [DONE]) while the upstream still holds its body open.
+    const events = await readSse(res);
+    await held;
+    expect(upstream.holding).toBe(1);
+    expect(events.at(-1)).toBe('[DONE]');
+    expect(contentOf(events)).toBe('hello world');
+    // The body was left to end rather than torn down: the next request comes on the same connection.
+    upstream.release();
+    const again = await readSse(await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: streamBody }));
+    expect(contentOf(again)).toBe('again');
+    const [first, second] = upstream.received.slice(-2);
+    expect(second?.port).toBe(first?.port);
   });
 });

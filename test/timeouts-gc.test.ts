@@ -54,11 +54,12 @@ describe('issue 7 item 5: the total timeout survives garbage collection', () => 
     const pool = OpenAiProvider.poolFor(upstreamUrl, 4, timeouts);
     const provider = new OpenAiProvider({ id: 'p', baseUrl: upstreamUrl, timeouts, clock: systemClock, pool });
     try {
-      const answer = await provider.chat({ body: { model: 'm', messages: [] }, stream: true, apiKey: undefined, signal: new AbortController().signal });
+      const body = { value: { messages: [] }, text: '{"messages":[]}' };
+      const answer = await provider.chat({ model: 'm', body, stream: true, apiKey: undefined, signal: new AbortController().signal });
       if (answer.kind !== 'stream') throw new Error('expected a stream');
       const read = (async () => {
         const got: unknown[] = [];
-        for await (const c of answer.chunks) got.push(c);
+        for await (const batch of answer.events) got.push(...batch);
         return got;
       })();
       const outcome = await collectWhile(read, 2_000, () => upstream.release());

@@ -10,15 +10,15 @@ import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js'
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
 import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
-import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure } from '../providers/provider.js';
+import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Cooldowns } from '../routing/cooldowns.js';
 import { planAttempts, requestedModels, type Attempt } from '../routing/plan.js';
 import { route, type Routed } from '../routing/route.js';
-import { usageOf } from '../providers/usage.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
-import { answerText, deliveredText, errorChunk, finishReasonOf, normalizeAnswer, normalizeChunk, usageBody, usageChunk, type Served } from './normalize.js';
+import { answerText, chunkHead, deliveredText, errorChunk, normalizeAnswerText, relayedChunkText, usageBody, usageChunk, type Served } from './normalize.js';
+import { objectMembers, spliceObject } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { billedUsage, type BilledUsage } from './billed-usage.js';
 import { Settlement } from './settlement.js';
@@ -50,7 +50,8 @@ export interface Started {
   startedAt: number;
 }
 
-export type StreamItem = { data: Record<string, unknown> } | { done: true };
+/** Server-sent events' text: one or more `data: …` events, ready to write. */
+export type SseText = string;
 
 /** The SDK's error_type for a failure (OpenRouter's stream error metadata). */
 function errorTypeOf(failure: ProviderFailure): string {
@@ -70,16 +71,25 @@ export function newGenerationId(nowMs: number): string {
   return `gen-${Math.floor(nowMs / 1000)}-${randomBytes(10).toString('base64url')}`;
 }
 
+/** Top-level fields of the client's body that are not passed on as they are. */
+const NOT_PASSED_ON = new Set<string>([...GATEWAY_FIELDS, 'model', 'stream']);
+
 /**
  * What the upstream is sent: the client's body without the gateway's own fields, otherwise unchanged.
  * "The gateway never adds or changes a client's parameter to force the bound" (CONTRACT §7): a request
  * without a completion cap is sent without one; `default_max_tokens` is only what its hold assumes.
+ * `model` and `stream` are the adapter's to set. The text is spliced from the client's own when the
+ * messages were not changed (a plugin adds to them) and no top-level key appears twice.
  */
-function upstreamBody(req: ChatRequest, messages: readonly unknown[]): ChatBody {
-  const body: ChatBody = { ...req, messages };
-  for (const field of GATEWAY_FIELDS) delete body[field];
-  delete body.stream;
-  return body;
+function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: string | undefined): UpstreamBody {
+  const value: ChatBody = { ...req, messages };
+  for (const field of NOT_PASSED_ON) delete value[field];
+  const members = rawText !== undefined && messages === req.messages ? objectMembers(rawText) : undefined;
+  if (members) {
+    const keys = new Set(members.map((m) => m.key));
+    if (keys.size === members.length) return { value, text: spliceObject(rawText as string, members, '', (key) => NOT_PASSED_ON.has(key)) };
+  }
+  return { value, text: JSON.stringify(value) };
 }
 
 /**
@@ -105,7 +115,8 @@ export class ChatService {
     return web;
   }
 
-  async start(key: KeyRecord, rawBody: unknown, signal: AbortSignal): Promise<Started> {
+  /** `rawText` is the body's JSON text as the client sent it, when the caller has it. */
+  async start(key: KeyRecord, rawBody: unknown, signal: AbortSignal, rawText?: string): Promise<Started> {
     const { catalog, clock, vault, providers, config, ledger, admission } = this.deps;
     const request = parseChatRequest(rawBody);
     const models = requestedModels(catalog, request.model, request.models);
@@ -176,7 +187,7 @@ export class ChatService {
       }
       routed = await route({
         attempts,
-        body: upstreamBody(request, messages),
+        body: upstreamBody(request, messages, rawText),
         stream: request.stream === true,
         providers,
         byokKey: (p) => byokKeys.get(p),
@@ -234,11 +245,11 @@ export class ChatService {
     return { ...billed, usage: { ...billed.usage, images: countImages(started.messages) } };
   }
 
-  /** The whole answer of a non-streamed request, settled: it resolves once its charge is durable. */
-  async complete(started: Started): Promise<Record<string, unknown>> {
+  /** The whole answer of a non-streamed request as JSON text, settled: it resolves once its charge is durable. */
+  async complete(started: Started): Promise<string> {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'json') throw new GatewayError('internal', 'expected a whole answer');
-    const body = routed.answer.body;
+    const { body, text } = routed.answer;
     const { usage, source } = this.billed(started, routed.answer.usage, () => answerText(body), true);
     const choices = Array.isArray(body.choices) ? (body.choices as Chunk[]) : [];
     const finish = typeof choices[0]?.finish_reason === 'string' ? (choices[0].finish_reason as string) : null;
@@ -253,7 +264,7 @@ export class ChatService {
     });
     // An answer delivered in full is charged durably before it is sent (CONTRACT §8).
     await durable;
-    return normalizeAnswer(body, served, usageBody(usage, cost, routed.isByok, source === 'upstream' ? body.usage : undefined));
+    return normalizeAnswerText(text, body, served, usageBody(usage, cost, routed.isByok, source === 'upstream' ? body.usage : undefined));
   }
 
   /**
@@ -261,9 +272,10 @@ export class ChatService {
    * done. An upstream failure after output became the spec's error event; a client that goes away
    * (the consumer stops, or `signal` aborts) is charged for what was delivered. Settles once.
    */
-  async *relay(started: Started, signal: AbortSignal): AsyncGenerator<StreamItem> {
+  async *relay(started: Started, signal: AbortSignal): AsyncGenerator<SseText> {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'stream') throw new GatewayError('internal', 'expected a stream');
+    const head = chunkHead(served);
     let delivered = '';
     let upstreamUsage: TokenUsage | undefined;
     let upstreamUsageRaw: unknown;
@@ -282,25 +294,29 @@ export class ChatService {
         endedAt: this.deps.clock.now(),
       });
     try {
-      for await (const chunk of routed.answer.chunks) {
-        const usage = usageOf(chunk);
-        if (usage) {
-          upstreamUsage = usage;
-          upstreamUsageRaw = chunk.usage;
+      // One write per upstream read: the events of a batch go out together.
+      for await (const batch of routed.answer.events) {
+        let out = '';
+        for (const event of batch) {
+          if (event.usage) {
+            upstreamUsage = event.usage;
+            upstreamUsageRaw = event.chunk.usage ?? (event.chunk.x_groq as Chunk | undefined)?.usage;
+          }
+          const text = relayedChunkText(event, served, head);
+          if (text === undefined) continue;
+          delivered += deliveredText(event.chunk);
+          finish = event.finishReason ?? finish;
+          out += `data: ${text}\n\n`;
         }
-        const out = normalizeChunk(chunk, served);
-        if (!out) continue;
-        delivered += deliveredText(out);
-        finish = finishReasonOf(out) ?? finish;
-        yield { data: out };
+        if (out) yield out;
       }
       const billed = finalUsage(true);
       const { cost, durable } = settle(false, billed);
       ended = true;
       // The usage chunk completes the answer: it goes out once the charge is durable (CONTRACT §8).
       await durable;
-      yield { data: usageChunk(served, usageBody(billed.usage, cost, routed.isByok, billed.source === 'upstream' ? upstreamUsageRaw : undefined)) };
-      yield { done: true };
+      const usage = usageBody(billed.usage, cost, routed.isByok, billed.source === 'upstream' ? upstreamUsageRaw : undefined);
+      yield `data: ${JSON.stringify(usageChunk(served, usage))}\n\ndata: [DONE]\n\n`;
     } catch (err) {
       const cancelled = signal.aborted;
       finish = cancelled ? finish : 'error';
@@ -317,7 +333,7 @@ export class ChatService {
       const metadata: Record<string, unknown> = { error_type: errorTypeOf(failure), provider_name: served.provider };
       if (failure.code !== undefined) metadata.provider_code = failure.code;
       const message = cancelled ? failure.message : `upstream stream ended with an error: ${failure.message}`;
-      yield { data: errorChunk(served, code, message, metadata) };
+      yield `data: ${JSON.stringify(errorChunk(served, code, message, metadata))}\n\n`;
     } finally {
       // The consumer stopped early (the client went away): charge what was delivered.
       if (!ended) settle(true);

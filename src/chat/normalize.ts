@@ -1,7 +1,8 @@
 import type { TokenUsage } from '../ledger/pricing.js';
 import { billedCompletionTokens } from '../ledger/pricing.js';
 import { creditsToJson, type Nano } from '../ledger/money.js';
-import type { Chunk } from '../providers/provider.js';
+import type { Chunk, StreamEvent } from '../providers/provider.js';
+import { objectMembers, spliceObject, type Member } from './json-members.js';
 
 /** Who served a request, as the answer reports it. */
 export interface Served {
@@ -51,6 +52,29 @@ function normalizeChoices(choices: unknown, key: 'message' | 'delta'): Obj[] {
   });
 }
 
+/** Whether normalizeChoices would leave `choices` as they are (so their text can be relayed as sent). */
+function choicesClean(choices: unknown, key: 'message' | 'delta'): boolean {
+  if (!Array.isArray(choices)) return false;
+  for (const c of choices) {
+    if (!isObj(c) || typeof c.index !== 'number' || !('finish_reason' in c)) return false;
+    const inner = c[key];
+    if (!isObj(inner)) return false;
+    for (const field of NOT_NULLABLE) if (inner[field] === null) return false;
+    if (key === 'message' ? inner.role !== 'assistant' : 'role' in inner && inner.role !== 'assistant') return false;
+  }
+  return true;
+}
+
+/** Members whose keys appear twice: a text that has them is rebuilt rather than spliced. */
+function hasDuplicateKeys(members: readonly Member[]): boolean {
+  const seen = new Set<string>();
+  for (const m of members) {
+    if (seen.has(m.key)) return true;
+    seen.add(m.key);
+  }
+  return false;
+}
+
 /** A whole (non-streamed) upstream answer, rewritten as the gateway's own. */
 export function normalizeAnswer(body: Chunk, served: Served, usage: Obj): Obj {
   return {
@@ -64,6 +88,52 @@ export function normalizeAnswer(body: Chunk, served: Served, usage: Obj): Obj {
     choices: normalizeChoices(body.choices, 'message'),
     usage,
   };
+}
+
+const ANSWER_REPLACED = new Set(['id', 'object', 'created', 'model', 'provider', 'system_fingerprint', 'usage']);
+
+/**
+ * The text of `normalizeAnswer(body, served, usage)`, spliced from the upstream's text when its
+ * choices need no change (the usual case): only the gateway's fields are written anew.
+ */
+export function normalizeAnswerText(text: string, body: Chunk, served: Served, usage: Obj): string {
+  const members = choicesClean(body.choices, 'message') ? objectMembers(text) : undefined;
+  if (!members || hasDuplicateKeys(members)) return JSON.stringify(normalizeAnswer(body, served, usage));
+  const created = typeof body.created === 'number' && body.created > 0 ? Math.floor(body.created) : served.created;
+  const fingerprint = typeof body.system_fingerprint === 'string' ? body.system_fingerprint : null;
+  const head =
+    `"id":${JSON.stringify(served.id)},"object":"chat.completion","created":${created},"model":${JSON.stringify(served.model)},` +
+    `"provider":${JSON.stringify(served.provider)},"system_fingerprint":${JSON.stringify(fingerprint)}`;
+  return spliceObject(text, members, head, (key) => ANSWER_REPLACED.has(key), `"usage":${JSON.stringify(usage)}`);
+}
+
+/** The members every relayed chunk starts with: the gateway's id, object, created, model and provider. */
+export function chunkHead(served: Served): string {
+  return (
+    `"id":${JSON.stringify(served.id)},"object":"chat.completion.chunk","created":${served.created},` +
+    `"model":${JSON.stringify(served.model)},"provider":${JSON.stringify(served.provider)}`
+  );
+}
+
+const CHUNK_REPLACED = new Set(['id', 'object', 'created', 'model', 'provider', 'usage', 'x_groq']);
+
+/**
+ * The text of `normalizeChunk(event.chunk, served)`, or undefined when nothing is left to relay. A
+ * chunk whose choices need no change (the usual case) is spliced: `head` (chunkHead) replaces the
+ * upstream's own fields, the rest goes out as the upstream wrote it.
+ */
+export function relayedChunkText(event: StreamEvent, served: Served, head: string): string | undefined {
+  const { chunk, text } = event;
+  const choices = chunk.choices;
+  if (Array.isArray(choices) && choices.length > 0 && choicesClean(choices, 'delta')) {
+    const members = objectMembers(text);
+    if (members && !hasDuplicateKeys(members)) {
+      const dropFingerprint = typeof chunk.system_fingerprint !== 'string';
+      return spliceObject(text, members, head, (key) => CHUNK_REPLACED.has(key) || (dropFingerprint && key === 'system_fingerprint'));
+    }
+  }
+  const out = normalizeChunk(chunk, served);
+  return out ? JSON.stringify(out) : undefined;
 }
 
 /**

@@ -26,9 +26,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
   // Any body is read as JSON, whatever Content-Type it came with (curl -d sends a form type); an
   // empty one is no body (a DELETE may carry a JSON Content-Type and nothing else).
+  // The text is kept (req.rawBody) so that the chat route can pass the body on without serialising it again.
   const json = app.getDefaultJsonParser('error', 'error');
-  const parse: Parameters<typeof app.addContentTypeParser>[2] = (req, body, done) =>
-    body === '' || body === undefined ? done(null, undefined) : json(req, body as string, done);
+  app.decorateRequest('rawBody', undefined);
+  const parse: Parameters<typeof app.addContentTypeParser>[2] = (req, body, done) => {
+    if (body === '' || body === undefined) return done(null, undefined);
+    req.rawBody = body as string;
+    json(req, body as string, done);
+  };
   app.removeContentTypeParser(['text/plain', 'application/json']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
   app.addContentTypeParser('*', { parseAs: 'string' }, parse);
@@ -53,4 +58,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerChatRoute(app, deps);
   registerAdminRoutes(app, deps);
   return app;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The body's text as the client sent it (JSON bodies only). */
+    rawBody: string | undefined;
+  }
 }

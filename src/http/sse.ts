@@ -1,11 +1,12 @@
 import type { ServerResponse } from 'node:http';
-import type { StreamItem } from '../chat/chat-service.js';
+import type { SseText } from '../chat/chat-service.js';
 
 /**
- * Writes a relayed stream as server-sent events, honouring backpressure. Stops (and so lets the
- * producer settle) when the client goes away.
+ * Writes a relayed stream as server-sent events, honouring backpressure: each item (the events of
+ * one upstream read) is one write. Stops (and so lets the producer settle) when the client goes away.
  */
-export async function writeSse(raw: ServerResponse, headers: Record<string, string>, items: AsyncGenerator<StreamItem>): Promise<void> {
+export async function writeSse(raw: ServerResponse, headers: Record<string, string>, items: AsyncGenerator<SseText>): Promise<void> {
+  // The headers go out with the first events (the route starts the stream once output arrived).
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -13,30 +14,12 @@ export async function writeSse(raw: ServerResponse, headers: Record<string, stri
     'x-accel-buffering': 'no',
     ...headers,
   });
-  raw.write(': TOLLGATE PROCESSING\n\n');
-  // Events that arrive in one turn of the event loop (one upstream read) go out in one socket write.
-  let corked = false;
-  const uncork = () => {
-    if (!corked) return;
-    corked = false;
-    raw.uncork();
-  };
   try {
-    for await (const item of items) {
+    for await (const text of items) {
       if (raw.destroyed) break;
-      if (!corked) {
-        corked = true;
-        raw.cork();
-        setImmediate(uncork);
-      }
-      const text = 'done' in item ? 'data: [DONE]\n\n' : `data: ${JSON.stringify(item.data)}\n\n`;
-      if (!raw.write(text)) {
-        uncork();
-        await drainedOrClosed(raw);
-      }
+      if (!raw.write(text)) await drainedOrClosed(raw);
     }
   } finally {
-    uncork();
     await items.return(undefined);
     if (!raw.destroyed) raw.end();
   }

@@ -7,9 +7,21 @@ import type { TokenUsage } from '../ledger/pricing.js';
 export type ChatBody = Record<string, unknown>;
 export type Chunk = Record<string, unknown>;
 
+/**
+ * What is sent upstream besides `model` and `stream`: the client's body without the gateway's own
+ * fields, as an object and as JSON text (spliced from the client's own text when it could be, so that
+ * the body is not serialised again).
+ */
+export interface UpstreamBody {
+  value: ChatBody;
+  /** `value` as a JSON object's text, starting with `{`. */
+  text: string;
+}
+
 export interface ChatCall {
-  /** The client's body with `model` replaced by the upstream model name; `stream` set as wanted. */
-  body: ChatBody;
+  /** The upstream's name for the model. */
+  model: string;
+  body: UpstreamBody;
   stream: boolean;
   /** The key to call the upstream with: the account's own (BYOK) or the provider's configured one. */
   apiKey: string | undefined;
@@ -38,14 +50,38 @@ export class ProviderError extends Error {
 
 export interface JsonAnswer {
   kind: 'json';
+  /** The answer's JSON text, as the upstream sent it. */
+  text: string;
+  /** The same, parsed. */
   body: ChatBody;
   usage: TokenUsage | undefined;
 }
 
-/** A streamed answer: parsed chunks; the iterator throws ProviderError when the stream fails. */
+/**
+ * One event of a streamed answer: the chunk's JSON text as the upstream sent it, so that the gateway
+ * can relay it by splicing rather than rebuilding it, with what the gateway needs from it read out.
+ */
+export interface StreamEvent {
+  /** The chunk's JSON text, unchanged. */
+  text: string;
+  /** The same, parsed. */
+  chunk: Chunk;
+  /** Token counts, when this chunk carries the upstream's usage. */
+  usage: TokenUsage | undefined;
+  /** The first choice's finish reason, when this chunk carries one. */
+  finishReason: string | undefined;
+  /** Whether the chunk carries output: text, reasoning, a tool call or a finish reason. */
+  output: boolean;
+}
+
+/**
+ * A streamed answer: its events in batches, one batch for what one read from the upstream brought
+ * (so that the relay takes one step per read, not per event). The iterator throws ProviderError when
+ * the stream fails.
+ */
 export interface StreamAnswer {
   kind: 'stream';
-  chunks: AsyncIterable<Chunk>;
+  events: AsyncIterable<StreamEvent[]>;
 }
 
 export type ChatAnswer = JsonAnswer | StreamAnswer;

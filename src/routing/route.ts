@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import { ProviderError, type ChatAnswer, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure } from '../providers/provider.js';
+import { ProviderError, type ChatAnswer, type ProviderAdapter, type ProviderFailure, type StreamEvent, type UpstreamBody } from '../providers/provider.js';
 import { cooldownKey, type Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
 
@@ -18,7 +18,7 @@ export interface Routed {
 export interface RouteInput {
   attempts: Attempt[];
   /** The client's body, without the gateway's own fields. */
-  body: ChatBody;
+  body: UpstreamBody;
   stream: boolean;
   providers: ReadonlyMap<string, ProviderAdapter>;
   /** The account's own key for a provider, when it stored one. */
@@ -31,29 +31,19 @@ export interface RouteInput {
   beforeAttempt?: (attempt: Attempt) => Promise<void>;
 }
 
-/** A chunk that carries output: text, reasoning, a tool call or a finish reason. */
-function carriesOutput(chunk: Chunk): boolean {
-  const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<Record<string, unknown>>) : [];
-  return choices.some((c) => {
-    if (c?.finish_reason) return true;
-    const d = (c?.delta ?? {}) as Record<string, unknown>;
-    return Boolean(d.content || d.reasoning || d.reasoning_content || (Array.isArray(d.tool_calls) && d.tool_calls.length > 0));
-  });
-}
-
 /**
- * Reads a stream up to its first chunk with output, so that a stream failing before any output
- * (after, say, a role-only first chunk) still falls back to the next endpoint. The chunks read are
+ * Reads a stream up to its first event with output, so that a stream failing before any output
+ * (after, say, a role-only first chunk) still falls back to the next endpoint. The batches read are
  * replayed in front of the rest.
  */
-async function primeStream(chunks: AsyncIterable<Chunk>): Promise<AsyncIterable<Chunk>> {
-  const it = chunks[Symbol.asyncIterator]();
-  const buffered: Chunk[] = [];
+async function primeStream(events: AsyncIterable<StreamEvent[]>): Promise<AsyncIterable<StreamEvent[]>> {
+  const it = events[Symbol.asyncIterator]();
+  const buffered: StreamEvent[][] = [];
   for (;;) {
     const r = await it.next();
     if (r.done) throw new ProviderError({ kind: 'invalid_response', message: 'upstream stream ended before any output' });
     buffered.push(r.value);
-    if (carriesOutput(r.value)) break;
+    if (r.value.some((e) => e.output)) break;
   }
   return {
     [Symbol.asyncIterator]() {
@@ -109,13 +99,14 @@ export async function route(input: RouteInput): Promise<Routed> {
     }
     try {
       const answer = await provider.chat({
-        body: { ...input.body, model: attempt.endpoint.upstreamModel },
+        model: attempt.endpoint.upstreamModel,
+        body: input.body,
         stream: input.stream,
         apiKey,
         signal: input.signal,
       });
       if (answer.kind === 'stream') {
-        return { attempt, answer: { kind: 'stream', chunks: await primeStream(answer.chunks) }, isByok: byok !== undefined, failures };
+        return { attempt, answer: { kind: 'stream', events: await primeStream(answer.events) }, isByok: byok !== undefined, failures };
       }
       return { attempt, answer, isByok: byok !== undefined, failures };
     } catch (err) {

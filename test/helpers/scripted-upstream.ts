@@ -29,6 +29,8 @@ export type Script =
       destroyAfter?: number;
       /** Stop after this many events and wait for `release()` before sending the rest. */
       holdAfter?: number;
+      /** After `data: [DONE]`, keep the response open until `release()` (an upstream slow to end its body). */
+      holdAfterDone?: boolean;
     }
   | { kind: 'hang' }
   | { kind: 'destroy' };
@@ -39,6 +41,8 @@ export interface Received {
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, unknown>;
+  /** The client's port: requests with the same one came on the same connection. */
+  port: number | undefined;
 }
 
 const fixturesDir = fileURLToPath(new URL('../fixtures/upstream/', import.meta.url));
@@ -80,6 +84,8 @@ export class ScriptedUpstream {
   private held: Array<() => void> = [];
   private mostHeld = 0;
   private readonly sockets = new Set<Socket>();
+  /** Connections accepted since the start. */
+  connections = 0;
 
   script(...scripts: Script[]): this {
     this.scripts = scripts;
@@ -89,6 +95,7 @@ export class ScriptedUpstream {
   async start(): Promise<string> {
     this.server = createServer((req, res) => void this.handle(req, res));
     this.server.on('connection', (s) => {
+      this.connections++;
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
@@ -152,7 +159,7 @@ export class ScriptedUpstream {
     } catch {
       // leave empty
     }
-    const received: Received = { at: Date.now(), path: req.url ?? '', headers: req.headers, body };
+    const received: Received = { at: Date.now(), path: req.url ?? '', headers: req.headers, body, port: req.socket.remotePort };
     this.received.push(received);
     const s = this.next();
     switch (s.kind) {
@@ -184,7 +191,8 @@ export class ScriptedUpstream {
           // Each event reaches the socket before the next step of the script.
           await new Promise<void>((resolve) => res.write(`data: ${s.events[i]}\n\n`, () => resolve()));
         }
-        if (s.done !== false) res.write('data: [DONE]\n\n');
+        if (s.done !== false) await new Promise<void>((resolve) => res.write('data: [DONE]\n\n', () => resolve()));
+        if (s.holdAfterDone) await this.hold();
         res.end();
       }
     }

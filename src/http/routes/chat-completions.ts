@@ -32,12 +32,15 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     inflight.add(controller);
     let started: Started | undefined;
     try {
-      started = await chat.start(key, req.body, controller.signal);
+      started = await chat.start(key, req.body, controller.signal, req.rawBody);
       const headers = { 'x-generation-id': started.served.id };
       // The access-log line (app.ts) names the generation and whether it was streamed.
       req.log = req.log.child({ generation: started.served.id, stream: started.routed.answer.kind === 'stream' });
       if (started.routed.answer.kind === 'json') {
-        return reply.headers(headers).send(await chat.complete(started));
+        return reply
+          .headers(headers)
+          .type('application/json; charset=utf-8')
+          .send(await chat.complete(started));
       }
       reply.hijack();
       await writeSse(reply.raw, headers, chat.relay(started, controller.signal));

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../clock.js';
 import { countPromptTokens } from '../../tokenizer/count-tokens.js';
-import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter } from '../provider.js';
+import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type StreamEvent } from '../provider.js';
+import { streamEvent } from '../stream-event.js';
 import { demoTokens } from './demo-text.js';
 
 export interface DemoProviderOptions {
@@ -20,8 +21,9 @@ export class DemoProvider implements ProviderAdapter {
   }
 
   async chat(call: ChatCall): Promise<ChatAnswer> {
-    const messages = Array.isArray(call.body.messages) ? call.body.messages : [];
-    const rawMax = call.body.max_completion_tokens ?? call.body.max_tokens;
+    const body = call.body.value;
+    const messages = Array.isArray(body.messages) ? body.messages : [];
+    const rawMax = body.max_completion_tokens ?? body.max_tokens;
     const maxTokens = typeof rawMax === 'number' ? rawMax : undefined;
     const tokens = demoTokens(messages, maxTokens);
     const full = demoTokens(messages, undefined);
@@ -34,29 +36,30 @@ export class DemoProvider implements ProviderAdapter {
     const base = {
       id: `demo-${randomUUID()}`,
       created: Math.floor(this.options.clock.now() / 1000),
-      model: String(call.body.model),
+      model: call.model,
     };
     if (!call.stream) {
+      const answer = {
+        ...base,
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: finish }],
+        usage,
+      };
       return {
         kind: 'json',
-        body: {
-          ...base,
-          object: 'chat.completion',
-          choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: finish }],
-          usage,
-        },
+        text: JSON.stringify(answer),
+        body: answer,
         usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens },
       };
     }
-    return { kind: 'stream', chunks: this.stream(base, tokens, finish, usage, call.signal) };
+    return { kind: 'stream', events: this.stream(base, tokens, finish, usage, call.signal) };
   }
 
-  private async *stream(base: Chunk, tokens: string[], finish: string, usage: Chunk, signal: AbortSignal): AsyncGenerator<Chunk> {
-    const chunk = (delta: Chunk, finishReason: string | null): Chunk => ({
-      ...base,
-      object: 'chat.completion.chunk',
-      choices: [{ index: 0, delta, finish_reason: finishReason }],
-    });
+  /** A batch per token, as a network upstream would deliver them one read at a time. */
+  private async *stream(base: Chunk, tokens: string[], finish: string, usage: Chunk, signal: AbortSignal): AsyncGenerator<StreamEvent[]> {
+    const event = (chunk: Chunk) => [streamEvent(JSON.stringify(chunk), chunk)];
+    const chunk = (delta: Chunk, finishReason: string | null) =>
+      event({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] });
     yield chunk({ role: 'assistant', content: '' }, null);
     for (const token of tokens) {
       if (this.options.tokenLatencyMs > 0) await sleep(this.options.tokenLatencyMs, undefined, { signal }).catch(() => undefined);
@@ -64,7 +67,7 @@ export class DemoProvider implements ProviderAdapter {
       yield chunk({ content: token }, null);
     }
     yield chunk({}, finish);
-    yield { ...base, object: 'chat.completion.chunk', choices: [], usage };
+    yield event({ ...base, object: 'chat.completion.chunk', choices: [], usage });
   }
 
   async close(): Promise<void> {}

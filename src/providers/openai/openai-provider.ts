@@ -1,10 +1,11 @@
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { callTimeout, type CallTimeout } from '../../call-timeout.js';
 import type { Clock } from '../../clock.js';
 import { usageOf } from '../usage.js';
-import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type ProviderFailure } from '../provider.js';
+import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type ProviderFailure, type StreamEvent } from '../provider.js';
+import { streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
+import { sseBatches } from './sse-batches.js';
 import { describeUpstreamError, redactSecrets } from './upstream-error.js';
 
 export interface OpenAiProviderOptions {
@@ -77,7 +78,10 @@ export class OpenAiProvider implements ProviderAdapter {
   private async call(call: ChatCall, timeout: CallTimeout): Promise<ChatAnswer> {
     const { timeouts, clock } = this.options;
     const signal = timeout.signal;
-    const body = call.stream ? { ...call.body, stream: true, stream_options: { include_usage: true } } : { ...call.body, stream: false };
+    // The adapter's own fields first, then the client's members as they came (the body's `{` dropped).
+    const own = call.stream ? '"stream":true,"stream_options":{"include_usage":true}' : '"stream":false';
+    const rest = call.body.text.slice(1).trimStart();
+    const body = `{"model":${JSON.stringify(call.model)},${own}${rest === '}' ? '}' : `,${rest}`}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: call.stream ? 'text/event-stream' : 'application/json' };
     if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
 
@@ -87,7 +91,7 @@ export class OpenAiProvider implements ProviderAdapter {
         method: 'POST',
         path: this.path,
         headers,
-        body: JSON.stringify(body),
+        body,
         signal,
         headersTimeout: timeouts.firstByte,
         bodyTimeout: timeouts.idle,
@@ -110,11 +114,13 @@ export class OpenAiProvider implements ProviderAdapter {
 
     const contentType = String(res.headers['content-type'] ?? '');
     if (call.stream && contentType.includes('text/event-stream')) {
-      return { kind: 'stream', chunks: this.readStream(res.body, call.signal, call.apiKey, timeout) };
+      return { kind: 'stream', events: this.readStream(res.body, call.signal, call.apiKey, timeout) };
     }
+    let text: string;
     let parsed: unknown;
     try {
-      parsed = await res.body.json();
+      text = await res.body.text();
+      parsed = JSON.parse(text);
     } catch (err) {
       throw new ProviderError(
         err instanceof SyntaxError ? { kind: 'invalid_response', message: 'upstream answer is not JSON' } : failureFromError(err, call.signal.aborted),
@@ -126,55 +132,48 @@ export class OpenAiProvider implements ProviderAdapter {
     timeout.clear();
     const answer = parsed as Chunk;
     if (call.stream) {
-      // The upstream ignored stream: true; replay its answer as one chunk stream.
-      return { kind: 'stream', chunks: singleChunkStream(answer) };
+      // The upstream ignored stream: true; replay its answer as a stream of one chunk.
+      return { kind: 'stream', events: singleChunkStream(answer) };
     }
-    return { kind: 'json', body: answer, usage: usageOf(answer) };
+    return { kind: 'json', text, body: answer, usage: usageOf(answer) };
   }
 
-  private async *readStream(
+  /** The upstream's events, a batch per read; ends at `data: [DONE]` or when the upstream closes. */
+  private readStream(
     body: Dispatcher.ResponseData['body'],
     callerSignal: AbortSignal,
     sentKey: string | undefined,
     timeout: CallTimeout,
-  ): AsyncGenerator<Chunk> {
-    const pending: EventSourceMessage[] = [];
-    const parser = createParser({ onEvent: (e) => pending.push(e) });
-    const decoder = new TextDecoder();
+  ): AsyncIterable<StreamEvent[]> {
+    return sseBatches(body, {
+      toEvent: (data) => this.event(data, sentKey),
+      toError: (err) => (err instanceof ProviderError ? err : new ProviderError(failureFromError(err, callerSignal.aborted))),
+      onEnded: () => timeout.clear(),
+    });
+  }
+
+  /** One event's data: a chunk, or the upstream's mid-stream error (thrown as a ProviderError). */
+  private event(data: string, sentKey: string | undefined): StreamEvent {
+    let chunk: Chunk;
     try {
-      for await (const buf of body) {
-        parser.feed(decoder.decode(buf as Buffer, { stream: true }));
-        while (pending.length > 0) {
-          const event = pending.shift() as EventSourceMessage;
-          const data = event.data.trim();
-          if (data === '[DONE]') return;
-          if (!data) continue;
-          let chunk: Chunk;
-          try {
-            chunk = JSON.parse(data) as Chunk;
-          } catch {
-            throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not JSON' });
-          }
-          if (chunk.error && typeof chunk.error === 'object') {
-            const e = chunk.error as Record<string, unknown>;
-            const code = e.code ?? e.type;
-            const rateLimited = code === 429 || code === '429' || code === 'rate_limit_exceeded' || e.type === 'rate_limit_error';
-            throw new ProviderError({
-              kind: rateLimited ? 'rate_limited' : 'http',
-              message: typeof e.message === 'string' ? redactSecrets(e.message, [sentKey]).slice(0, 300) : 'upstream reported an error mid-stream',
-              ...(code === undefined ? {} : { code: redactSecrets(String(code), [sentKey]).slice(0, 100) }),
-            });
-          }
-          yield chunk;
-        }
-      }
-    } catch (err) {
-      if (err instanceof ProviderError) throw err;
-      throw new ProviderError(failureFromError(err, callerSignal.aborted));
-    } finally {
-      timeout.clear();
-      if (!body.destroyed) body.destroy();
+      chunk = JSON.parse(data) as Chunk;
+    } catch {
+      throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not JSON' });
     }
+    if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
+      throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not a JSON object' });
+    }
+    if (chunk.error && typeof chunk.error === 'object') {
+      const e = chunk.error as Record<string, unknown>;
+      const code = e.code ?? e.type;
+      const rateLimited = code === 429 || code === '429' || code === 'rate_limit_exceeded' || e.type === 'rate_limit_error';
+      throw new ProviderError({
+        kind: rateLimited ? 'rate_limited' : 'http',
+        message: typeof e.message === 'string' ? redactSecrets(e.message, [sentKey]).slice(0, 300) : 'upstream reported an error mid-stream',
+        ...(code === undefined ? {} : { code: redactSecrets(String(code), [sentKey]).slice(0, 100) }),
+      });
+    }
+    return streamEvent(data, chunk);
   }
 
   async close(): Promise<void> {
@@ -182,11 +181,12 @@ export class OpenAiProvider implements ProviderAdapter {
   }
 }
 
-async function* singleChunkStream(answer: Chunk): AsyncGenerator<Chunk> {
+async function* singleChunkStream(answer: Chunk): AsyncGenerator<StreamEvent[]> {
   const choices = (answer.choices as Array<Record<string, unknown>>).map((c) => ({
     index: c.index ?? 0,
     delta: c.message ?? {},
     finish_reason: c.finish_reason ?? null,
   }));
-  yield { ...answer, object: 'chat.completion.chunk', choices };
+  const chunk = { ...answer, object: 'chat.completion.chunk', choices };
+  yield [streamEvent(JSON.stringify(chunk), chunk)];
 }

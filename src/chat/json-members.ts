@@ -1,0 +1,119 @@
+/**
+ * The top-level members of a JSON object's text, found without parsing it, so that a relayed body
+ * can be rewritten by splicing its text (a few fields replaced, a few dropped) instead of being
+ * rebuilt and serialised again. The text must be valid JSON (it was parsed, or is parsed alongside):
+ * the scanner trusts its structure and only finds where things are.
+ */
+export interface Member {
+  /** The key as written between its quotes (escapes left as they are). */
+  key: string;
+  /** Where the member starts (its key's opening quote). */
+  start: number;
+  /** Where its value starts. */
+  valueStart: number;
+  /** Just past its value. */
+  end: number;
+}
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+
+function isSpace(c: number): boolean {
+  return c === 32 || c === 10 || c === 13 || c === 9;
+}
+
+function skipSpace(text: string, i: number): number {
+  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+  return i;
+}
+
+/** Just past the string whose opening quote is at `i`. */
+function stringEnd(text: string, i: number): number {
+  let from = i + 1;
+  for (;;) {
+    const q = text.indexOf('"', from);
+    if (q < 0) return text.length;
+    let slashes = 0;
+    while (text.charCodeAt(q - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return q + 1;
+    from = q + 1;
+  }
+}
+
+/** Just past the value that starts at `i`. */
+function valueEnd(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c === QUOTE) return stringEnd(text, i);
+  if (c === 123 /* { */ || c === 91 /* [ */) {
+    let depth = 0;
+    for (let j = i; j < text.length; j++) {
+      const d = text.charCodeAt(j);
+      if (d === QUOTE) j = stringEnd(text, j) - 1;
+      else if (d === 123 || d === 91) depth++;
+      else if (d === 125 || d === 93) {
+        depth--;
+        if (depth === 0) return j + 1;
+      }
+    }
+    return text.length;
+  }
+  // A number, true, false or null.
+  let j = i;
+  while (j < text.length) {
+    const d = text.charCodeAt(j);
+    if (d === 44 /* , */ || d === 125 || d === 93 || isSpace(d)) break;
+    j++;
+  }
+  return j;
+}
+
+/** The top-level members of the object `text`, in order; undefined when `text` is not an object. */
+export function objectMembers(text: string): Member[] | undefined {
+  let i = skipSpace(text, 0);
+  if (text.charCodeAt(i) !== 123) return undefined;
+  const members: Member[] = [];
+  i = skipSpace(text, i + 1);
+  while (i < text.length && text.charCodeAt(i) !== 125) {
+    if (text.charCodeAt(i) !== QUOTE) return undefined;
+    const keyEnd = stringEnd(text, i);
+    const key = text.slice(i + 1, keyEnd - 1);
+    let j = skipSpace(text, keyEnd);
+    if (text.charCodeAt(j) !== 58 /* : */) return undefined;
+    j = skipSpace(text, j + 1);
+    const end = valueEnd(text, j);
+    members.push({ key, start: i, valueStart: j, end });
+    i = skipSpace(text, end);
+    if (text.charCodeAt(i) === 44) i = skipSpace(text, i + 1);
+  }
+  return members;
+}
+
+/**
+ * The object `text` rewritten: `head` (members' text, such as `"id":"x","model":"m"`) first, then
+ * every member of `members` whose key `drop` does not name, as written, then `tail`.
+ */
+export function spliceObject(text: string, members: readonly Member[], head: string, drop: (key: string) => boolean, tail = ''): string {
+  let out = '{' + head;
+  let sep = head.length > 0;
+  // Runs of kept members are copied as one slice, separators and all.
+  let runStart = -1;
+  let runEnd = -1;
+  for (const m of members) {
+    if (drop(m.key)) {
+      if (runStart >= 0) {
+        out += (sep ? ',' : '') + text.slice(runStart, runEnd);
+        sep = true;
+        runStart = -1;
+      }
+      continue;
+    }
+    if (runStart < 0) runStart = m.start;
+    runEnd = m.end;
+  }
+  if (runStart >= 0) {
+    out += (sep ? ',' : '') + text.slice(runStart, runEnd);
+    sep = true;
+  }
+  if (tail.length > 0) out += (sep ? ',' : '') + tail;
+  return out + '}';
+}

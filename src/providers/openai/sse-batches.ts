@@ -1,0 +1,121 @@
+import type { Readable } from 'node:stream';
+import { createParser } from 'eventsource-parser';
+
+/** Batches read ahead of the consumer before the upstream body is paused. */
+const READ_AHEAD = 8;
+
+export interface SseBatchesOptions<T> {
+  /** One event's data as the consumer wants it; it may throw to end the stream with that error. */
+  toEvent(data: string): T;
+  /** What the consumer is thrown when the body fails (a read error, a timeout, an abort). */
+  toError(err: unknown): unknown;
+  /** Called once when the stream is over, however it ended. */
+  onEnded(): void;
+}
+
+/**
+ * An upstream's server-sent events as batches, one batch for what one read from the body brought.
+ * It ends at `data: [DONE]` without waiting for the body to end: the rest of the body drains by itself,
+ * so that the connection is kept for the next request instead of being torn down. A consumer that
+ * stops early (`return`) destroys the body.
+ */
+export function sseBatches<T>(body: Readable, options: SseBatchesOptions<T>): AsyncIterableIterator<T[]> {
+  const queue: T[][] = [];
+  let batch: T[] = [];
+  let finished = false;
+  let failure: unknown;
+  let failed = false;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    body.off('data', onData);
+    options.onEnded();
+  };
+
+  const parser = createParser({
+    onEvent: (e) => {
+      if (finished) return;
+      const data = e.data.trim();
+      if (data === '[DONE]') return finish();
+      if (!data) return;
+      try {
+        batch.push(options.toEvent(data));
+      } catch (err) {
+        // The events before it in this read still go out; then the error.
+        failure = err;
+        failed = true;
+        finish();
+        body.destroy();
+      }
+    },
+  });
+  const decoder = new TextDecoder();
+  const onData = (buf: Buffer) => {
+    parser.feed(decoder.decode(buf, { stream: true }));
+    if (batch.length > 0) {
+      queue.push(batch);
+      batch = [];
+      if (queue.length >= READ_AHEAD) body.pause();
+      notify();
+    }
+    if (finished) {
+      // Past [DONE]: whatever is left of the body is read and dropped.
+      body.resume();
+      notify();
+    }
+  };
+  body.on('data', onData);
+  body.on('end', () => {
+    finish();
+    notify();
+  });
+  body.on('error', (err) => {
+    if (!finished) {
+      failure = options.toError(err);
+      failed = true;
+      finish();
+    }
+    notify();
+  });
+  body.on('close', () => {
+    // Closed without an end or an error (destroyed): nothing more will come.
+    if (!finished) finish();
+    notify();
+  });
+
+  const iterator: AsyncIterableIterator<T[]> = {
+    async next(): Promise<IteratorResult<T[]>> {
+      for (;;) {
+        const next = queue.shift();
+        if (next) {
+          if (body.isPaused() && !finished) body.resume();
+          return { done: false, value: next };
+        }
+        if (failed) {
+          failed = false;
+          throw failure;
+        }
+        if (finished) return { done: true, value: undefined };
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+    async return(): Promise<IteratorResult<T[]>> {
+      if (!finished) {
+        finish();
+        body.destroy();
+      }
+      queue.length = 0;
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
+}

@@ -1,0 +1,28 @@
+import type { Chunk, StreamEvent } from './provider.js';
+import { usageOf } from './usage.js';
+
+type Obj = Record<string, unknown>;
+
+/** Whether a chunk carries output: text, reasoning, a tool call or a finish reason. */
+function carriesOutput(choices: unknown): boolean {
+  if (!Array.isArray(choices)) return false;
+  for (const c of choices as Obj[]) {
+    if (!c || typeof c !== 'object') continue;
+    if (c.finish_reason) return true;
+    const d = c.delta as Obj | undefined;
+    if (d && typeof d === 'object' && (d.content || d.reasoning || d.reasoning_content || (Array.isArray(d.tool_calls) && d.tool_calls.length > 0)))
+      return true;
+  }
+  return false;
+}
+
+/** The finish reason of a chunk's first choice, if it carries one. */
+function finishReasonOf(choices: unknown): string | undefined {
+  const first = Array.isArray(choices) ? (choices[0] as Obj | undefined) : undefined;
+  return first && typeof first === 'object' && typeof first.finish_reason === 'string' ? first.finish_reason : undefined;
+}
+
+/** One stream event: the chunk's text and what the gateway reads from it. */
+export function streamEvent(text: string, chunk: Chunk): StreamEvent {
+  return { text, chunk, usage: usageOf(chunk), finishReason: finishReasonOf(chunk.choices), output: carriesOutput(chunk.choices) };
+}

@@ -1,0 +1,133 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { objectMembers, spliceObject } from '../src/chat/json-members.js';
+import { normalizeAnswer, normalizeAnswerText, normalizeChunk, relayedChunkText, chunkHead, type Served } from '../src/chat/normalize.js';
+import { streamEvent } from '../src/providers/stream-event.js';
+import { fixtureChunks, fixtureJson } from './helpers/scripted-upstream.js';
+
+// Issue 9: answers are relayed by splicing the upstream's text. Whatever the text, the spliced answer
+// must parse to exactly what the reference (parse, rebuild, serialise) produces.
+
+const served: Served = { id: 'gen-1-abc', model: 'pub/model "quoted"', provider: 'up', created: 1_700_000_000 };
+
+/** JSON texts of objects, written with and without whitespace, strings with escapes and unicode. */
+const jsonValue = fc.jsonValue({ maxDepth: 4 });
+const objectText = fc
+  .tuple(fc.dictionary(fc.string({ maxLength: 8 }), jsonValue, { maxKeys: 8 }), fc.constantFrom(undefined, 1, '\t'))
+  // The value is the text read back (JSON has no -0, nor undefined).
+  .map(([o, indent]) => {
+    const text = JSON.stringify(o, null, indent);
+    return { value: JSON.parse(text) as Record<string, unknown>, text };
+  });
+
+describe('issue 9: splicing JSON text instead of rebuilding it', () => {
+  it('objectMembers finds every top-level member, whatever the values hold', () => {
+    fc.assert(
+      fc.property(objectText, ({ value, text }) => {
+        const members = objectMembers(text);
+        expect(members).toBeDefined();
+        const found = Object.fromEntries(
+          (members ?? []).map((m) => [JSON.parse(`"${m.key}"`) as string, JSON.parse(text.slice(m.valueStart, m.end)) as unknown]),
+        );
+        expect(found).toEqual(value);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('spliceObject drops the members it is told to and puts head and tail around the rest', () => {
+    fc.assert(
+      fc.property(objectText, fc.array(fc.string({ maxLength: 8 })), ({ value, text }, dropped) => {
+        const drop = new Set(dropped);
+        const members = objectMembers(text) ?? [];
+        const out = JSON.parse(spliceObject(text, members, '"__head":1', (k) => drop.has(JSON.parse(`"${k}"`) as string), '"__tail":2')) as Record<
+          string,
+          unknown
+        >;
+        const expected: Record<string, unknown> = { __head: 1 };
+        for (const [k, v] of Object.entries(value)) if (!drop.has(k)) expected[k] = v;
+        expected.__tail = 2;
+        expect(out).toEqual(expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('is not an object: no members', () => {
+    for (const text of ['[]', '"x"', '1', 'null', '']) expect(objectMembers(text)).toBeUndefined();
+  });
+
+  it('every recorded stream chunk is relayed as the reference relays it', () => {
+    const files = ['openai-text', 'azure-model-router.1', 'groq-text', 'groq-tool-call', 'deepseek-text', 'deepseek-reasoning', 'mistral-text', 'xai-text'];
+    let spliced = 0;
+    for (const file of files) {
+      for (const text of fixtureChunks(`${file}.chunks.txt`)) {
+        const chunk = JSON.parse(text) as Record<string, unknown>;
+        const out = relayedChunkText(streamEvent(text, chunk), served, chunkHead(served));
+        const reference = normalizeChunk(chunk, served);
+        expect(out === undefined ? undefined : JSON.parse(out), `${file}: ${text.slice(0, 80)}`).toEqual(reference);
+        if (out !== undefined && !out.startsWith('{"id"')) throw new Error('the gateway id comes first');
+        spliced++;
+      }
+    }
+    expect(spliced).toBeGreaterThan(1000);
+  });
+
+  it('every recorded whole answer is relayed as the reference relays it', () => {
+    const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, cost: 0.5, is_byok: false };
+    for (const file of ['openai-text', 'groq-text', 'groq-tool-call', 'deepseek-text', 'mistral-text', 'xai-text']) {
+      const body = fixtureJson(`${file}.json`) as Record<string, unknown>;
+      for (const text of [JSON.stringify(body), JSON.stringify(body, null, 2)]) {
+        expect(JSON.parse(normalizeAnswerText(text, body, served, usage)), file).toEqual(normalizeAnswer(body, served, usage));
+      }
+    }
+  });
+
+  it('chunks of any shape are relayed as the reference relays them', () => {
+    const delta = fc.record(
+      {
+        role: fc.constantFrom('assistant', 'user', null),
+        content: fc.option(fc.string(), { nil: null }),
+        tool_calls: fc.constantFrom(null, [{ index: 0, function: { name: 'f', arguments: '{"a":"}"}' } }]),
+        reasoning: fc.option(fc.string({ maxLength: 5 }), { nil: null }),
+      },
+      { requiredKeys: [] },
+    );
+    const choice = fc.record(
+      { index: fc.constantFrom(0, 1, '0'), delta: fc.oneof(delta, fc.constant(null)), finish_reason: fc.constantFrom(null, 'stop', 'length') },
+      { requiredKeys: [] },
+    );
+    const chunk = fc.record(
+      {
+        id: fc.string(),
+        object: fc.constantFrom('chat.completion.chunk', ''),
+        created: fc.integer(),
+        model: fc.string(),
+        system_fingerprint: fc.constantFrom(null, 'fp_1'),
+        choices: fc.array(choice, { maxLength: 2 }),
+        usage: fc.constantFrom(null, { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }),
+        x_groq: fc.constant({ id: 'x' }),
+        extra: jsonValue,
+      },
+      { requiredKeys: ['choices'] },
+    );
+    fc.assert(
+      fc.property(chunk, fc.constantFrom(undefined, 2), (generated, indent) => {
+        const text = JSON.stringify(generated, null, indent);
+        const c = JSON.parse(text) as Record<string, unknown>;
+        const out = relayedChunkText(streamEvent(text, c), served, chunkHead(served));
+        const reference = normalizeChunk(c, served);
+        expect(out === undefined ? undefined : JSON.parse(out)).toEqual(reference);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('a chunk whose text repeats a key is rebuilt, so what is relayed is what was read', () => {
+    const text = '{"id":"a","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}],"extra":1,"extra":2}';
+    const chunk = JSON.parse(text) as Record<string, unknown>;
+    const out = relayedChunkText(streamEvent(text, chunk), served, chunkHead(served)) as string;
+    expect(out.match(/"extra"/g)).toHaveLength(1);
+    expect(JSON.parse(out)).toEqual(normalizeChunk(chunk, served));
+  });
+});
