@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Admission } from '../admission/admission.js';
 import type { FreeModelLimits } from '../admission/free-limits.js';
 import type { Clock } from '../clock.js';
@@ -21,6 +20,7 @@ import { answerText, chunkHead, deliveredText, errorChunk, normalizeAnswerText, 
 import { objectMembers, spliceObject } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { billedUsage, type BilledUsage } from './billed-usage.js';
+import { GenerationIds } from './generation-id.js';
 import { Settlement } from './settlement.js';
 
 export interface ChatServiceDeps {
@@ -67,10 +67,6 @@ function errorTypeOf(failure: ProviderFailure): string {
   }
 }
 
-export function newGenerationId(nowMs: number): string {
-  return `gen-${Math.floor(nowMs / 1000)}-${randomBytes(10).toString('base64url')}`;
-}
-
 /** Top-level fields of the client's body that are not passed on as they are. */
 const NOT_PASSED_ON = new Set<string>([...GATEWAY_FIELDS, 'model', 'stream']);
 
@@ -100,6 +96,7 @@ function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: s
 export class ChatService {
   /** Each provider's configured key, by provider id. */
   private readonly platformKeys = new Map<string, string | undefined>();
+  private readonly ids = new GenerationIds();
 
   constructor(private readonly deps: ChatServiceDeps) {
     for (const p of deps.config.providers) this.platformKeys.set(p.id, p.type === 'openai' ? p.api_key : undefined);
@@ -153,7 +150,7 @@ export class ChatService {
       counted.add(attempt.model.id);
     };
 
-    const id = newGenerationId(clock.now());
+    const id = this.ids.next(clock.now());
     const ticket = await admission.admit({
       id,
       key,

@@ -35,7 +35,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       started = await chat.start(key, req.body, controller.signal, req.rawBody);
       const headers = { 'x-generation-id': started.served.id };
       // The access-log line (app.ts) names the generation and whether it was streamed.
-      req.log = req.log.child({ generation: started.served.id, stream: started.routed.answer.kind === 'stream' });
+      req.logFields = { generation: started.served.id, stream: started.routed.answer.kind === 'stream' };
       if (started.routed.answer.kind === 'json') {
         return reply
           .headers(headers)
