@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import { createParser } from 'eventsource-parser';
 
-/** Batches read ahead of the consumer before the upstream body is paused. */
-const READ_AHEAD = 8;
+/** Reads queued ahead of the consumer (a slow client) before the upstream body is paused. */
+const READ_AHEAD = 256;
 
 export interface SseBatchesOptions<T> {
   /** One event's data as the consumer wants it; it may throw to end the stream with that error. */
@@ -14,7 +14,7 @@ export interface SseBatchesOptions<T> {
 }
 
 /**
- * An upstream's server-sent events as batches, one batch for what one read from the body brought.
+ * An upstream's server-sent events as batches: each batch is what was read since the consumer last asked.
  * It ends at `data: [DONE]` without waiting for the body to end: the rest of the body drains by itself,
  * so that the connection is kept for the next request instead of being torn down. A consumer that
  * stops early (`return`) destroys the body.
@@ -92,8 +92,11 @@ export function sseBatches<T>(body: Readable, options: SseBatchesOptions<T>): As
   const iterator: AsyncIterableIterator<T[]> = {
     async next(): Promise<IteratorResult<T[]>> {
       for (;;) {
-        const next = queue.shift();
-        if (next) {
+        if (queue.length > 0) {
+          // Everything read since the consumer last asked goes as one batch (an upstream read often
+          // brings many chunks of the chunked encoding, each its own 'data' event).
+          const next = queue.length === 1 ? (queue[0] as T[]) : queue.flat();
+          queue.length = 0;
           if (body.isPaused() && !finished) body.resume();
           return { done: false, value: next };
         }
