@@ -67,10 +67,11 @@ function choicesClean(choices: unknown, key: 'message' | 'delta'): boolean {
 
 /** Members whose keys appear twice: a text that has them is rebuilt rather than spliced. */
 function hasDuplicateKeys(members: readonly Member[]): boolean {
-  const seen = new Set<string>();
-  for (const m of members) {
-    if (seen.has(m.key)) return true;
-    seen.add(m.key);
+  // A chunk has a dozen members or so: comparing pairs costs less than building a set.
+  if (members.length > 32) return new Set(members.map((m) => m.key)).size !== members.length;
+  for (let i = 1; i < members.length; i++) {
+    const key = (members[i] as Member).key;
+    for (let j = 0; j < i; j++) if ((members[j] as Member).key === key) return true;
   }
   return false;
 }
