@@ -33,6 +33,8 @@ export interface GatewayErrorOptions {
   metadata?: Record<string, unknown>;
   headers?: Record<string, string>;
   cause?: unknown;
+  /** Details for the request's log line only, never sent (the providers tried and how each failed). */
+  logged?: Record<string, unknown>;
 }
 
 export class GatewayError extends Error {
@@ -41,6 +43,7 @@ export class GatewayError extends Error {
   readonly retryable: boolean;
   readonly metadata: Record<string, unknown> | undefined;
   readonly headers: Record<string, string>;
+  logged: Record<string, unknown> | undefined;
 
   constructor(
     readonly code: ErrorCode,
@@ -52,6 +55,7 @@ export class GatewayError extends Error {
     this.retryable = errorCodes[code].retryable;
     this.metadata = options.metadata;
     this.headers = options.headers ?? {};
+    this.logged = options.logged;
   }
 }
 

@@ -29,6 +29,7 @@ import { MemoryHoldStore } from './limits/memory-hold-store.js';
 import { RedisCounterStore } from './limits/redis-counter-store.js';
 import { RedisHoldStore } from './limits/redis-hold-store.js';
 import { createLogger, type Logger } from './observability/logger.js';
+import { PromMetrics } from './observability/prom-metrics.js';
 import { WebSearch } from './plugins/web-search.js';
 import { DemoProvider } from './providers/demo/demo-provider.js';
 import { OpenAiProvider } from './providers/openai/openai-provider.js';
@@ -200,6 +201,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   // Money is never read from these caches: admission and the views take it from the hold store.
   const cachedLedger = ledgerFromRoles({ accounts, keys, byokSecrets: ledger, charges: ledger, generations: ledger, settings: ledger, health: ledger });
 
+  const metrics = new PromMetrics();
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), feed, { now, liveTtlMs });
@@ -219,7 +221,20 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       ? new WebSearch({ searchUrl: config.plugins.web.search_url, maxResults: config.plugins.web.max_results, timeoutMs: 10_000, dispatcher: searchAgent })
       : undefined;
   const admin = new AdminService(cachedLedger, vault, clock, config, admission, money);
-  const chat = new ChatService({ config, catalog, providers, ledger: cachedLedger, vault, clock, admission, freeLimits, cooldowns, webSearch, logger });
+  const chat = new ChatService({
+    config,
+    catalog,
+    providers,
+    ledger: cachedLedger,
+    vault,
+    clock,
+    admission,
+    freeLimits,
+    cooldowns,
+    webSearch,
+    logger,
+    metrics,
+  });
   const inflight = new Inflight();
   const app = buildApp({
     config,
@@ -238,6 +253,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       ...(redis ? [{ what: 'Redis', reason: 'limits_unavailable' as const, check: () => redis.client.ping() }] : []),
     ],
     freeRequestsToday: (accountId) => freeLimits.usedToday(accountId),
+    metrics,
+    scrapeMetrics: () => metrics.scrape(),
   });
 
   let url: string | undefined;

@@ -4,6 +4,7 @@ import { AccountMoney } from '../src/admission/account-money.js';
 import { Admission } from '../src/admission/admission.js';
 import { inFlightBudget, inFlightRules } from '../src/admission/applicability.js';
 import type { Ticket } from '../src/admission/ticket.js';
+import { noMetrics } from '../src/observability/metrics.js';
 import { Settlement } from '../src/chat/settlement.js';
 import { ManualClock } from '../src/clock.js';
 import { parseConfig } from '../src/config/load.js';
@@ -169,8 +170,12 @@ describe.each(stores)('in-flight holds under random interleavings (property), %s
                 { id, accountId: account.id, keyHash: key.hash, model: 't/m', provider: 'demo', isByok: false, streamed: true, startedAt: clock.now() },
                 0.05,
                 ticket,
-                (err) => {
-                  throw err;
+                {
+                  onError: (err) => {
+                    throw err;
+                  },
+                  metrics: noMetrics,
+                  now: () => clock.now(),
                 },
               );
               running.push({ settlement, ticket, maxTokens });

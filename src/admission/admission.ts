@@ -178,6 +178,7 @@ export class Admission {
         id,
         keyHash: key.hash,
         leaseMs,
+        held: est.credits,
         windowMs: this.rules.settlementWindowMs,
         // The request is aborted at its deadline and settles; its holds are renewed until then.
         renewUntil: now + config.limits.request_deadline_ms + this.rules.settlementWindowMs,

@@ -16,6 +16,8 @@ export interface TicketOptions {
   windowMs: number;
   /** Renewals of the running holds stop by then whatever happens (the request deadline, plus a window). */
   renewUntil: number;
+  /** What the request holds against its balance and budget while it runs (its estimate; 0 when it took no hold). */
+  held: Nano;
   /** Told how long the request ran (admitted to settled), once. */
   onEnded?: (durationMs: number) => void;
 }
@@ -48,6 +50,11 @@ export class Ticket {
 
   get id(): string {
     return this.o.id;
+  }
+
+  /** What the request holds while it runs (its estimate; 0 when it took no hold). */
+  get held(): Nano {
+    return this.o.holds ? this.o.held : 0n;
   }
 
   get settled(): boolean {

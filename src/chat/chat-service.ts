@@ -8,6 +8,7 @@ import type { Accounts, Charges, KeyRecord } from '../ledger/ledger.js';
 import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js';
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
 import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
 import type { Catalog } from '../routing/catalog.js';
@@ -35,6 +36,7 @@ export interface ChatServiceDeps {
   cooldowns: Cooldowns;
   webSearch: WebSearch | undefined;
   logger: Logger;
+  metrics: Metrics;
 }
 
 /** A request that a provider accepted: what served it and how it will be settled. */
@@ -167,6 +169,7 @@ export class ChatService {
       pluginCharges: webPrice,
       kind: { free: models.every((m) => m.isFree), paidPlugin: webPrice > 0n },
     });
+    this.deps.metrics.held(ticket.held);
 
     let routed: Routed;
     let messages: readonly unknown[] = request.messages;
@@ -192,8 +195,11 @@ export class ChatService {
         signal,
         cooldowns: this.deps.cooldowns,
         beforeAttempt: countFree,
+        metrics: this.deps.metrics,
+        now: () => clock.now(),
       });
     } catch (err) {
+      this.deps.metrics.held(-ticket.held);
       await ticket.settle({ cost: 0n, byokUsage: 0n, createdAt: startedAt }, Promise.resolve());
       throw err;
     }
@@ -217,7 +223,7 @@ export class ChatService {
       },
       config.limits.byok_fee,
       ticket,
-      (err) => this.deps.logger.error({ err }, 'settling holds failed'),
+      { onError: (err) => this.deps.logger.error({ err }, 'settling holds failed'), metrics: this.deps.metrics, now: () => clock.now() },
     );
     return { served, routed, request, messages, settlement, extras, startedAt };
   }
@@ -280,8 +286,9 @@ export class ChatService {
     let ended = false;
     // A stream that did not reach its end is charged for everything it delivered (CONTRACT §7).
     const finalUsage = (endedNormally: boolean) => this.billed(started, upstreamUsage, () => delivered, endedNormally);
-    const settle = (cancelled: boolean, billed = finalUsage(false)) =>
-      settlement.settle({
+    const settle = (cancelled: boolean, billed = finalUsage(false)) => {
+      this.deps.metrics.upstreamDuration(served.provider, (this.deps.clock.now() - routed.sentAt) / 1000);
+      return settlement.settle({
         usage: billed.usage,
         usageSource: billed.source,
         pricing: routed.attempt.endpoint.pricing,
@@ -290,6 +297,7 @@ export class ChatService {
         cancelled,
         endedAt: this.deps.clock.now(),
       });
+    };
     try {
       // One write per upstream read: the events of a batch go out together.
       for await (const batch of routed.answer.events) {

@@ -1,6 +1,7 @@
 import type { Ticket } from '../admission/ticket.js';
 import type { Charge, Charges, UsageSource } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
+import type { Metrics } from '../observability/metrics.js';
 import { billedCompletionTokens, byokFee, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
 
 export interface SettlementBase {
@@ -39,6 +40,14 @@ export interface Settled {
   durable: Promise<void>;
 }
 
+/** What a settlement reports to. */
+export interface SettlementHooks {
+  /** Settling the holds failed (the charge itself stands). */
+  onError(err: unknown): void;
+  metrics: Metrics;
+  now(): number;
+}
+
 /**
  * The one settlement of one request: whatever way it ends (success, upstream failure mid-stream,
  * client disconnect, shutdown), it is charged once and only once, and its holds are settled.
@@ -51,7 +60,7 @@ export class Settlement {
     private readonly base: SettlementBase,
     private readonly byokFeeFraction: number,
     private readonly ticket: Ticket,
-    private readonly onError: (err: unknown) => void,
+    private readonly hooks: SettlementHooks,
   ) {}
 
   get settled(): boolean {
@@ -80,8 +89,13 @@ export class Settlement {
       createdAt: this.base.startedAt,
       latencyMs: Math.max(0, input.endedAt - this.base.startedAt),
     };
+    const { metrics, now, onError } = this.hooks;
+    const settledAt = now();
     const written = this.ledger.charge(charge);
-    this.ticket.settle({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, written).catch(this.onError);
+    metrics.held(-this.ticket.held);
+    metrics.charged(charge.model, charge.provider, cost, charge.tokensPrompt, charge.tokensCompletion);
+    void written.then(() => metrics.chargeLag((now() - settledAt) / 1000));
+    this.ticket.settle({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, written).catch(onError);
     this.result = { cost, listCost, durable: this.ledger.awaitDurable(written).then(() => undefined) };
     return this.result;
   }
@@ -90,6 +104,7 @@ export class Settlement {
   settleNothing(): void {
     if (this.result) return;
     this.result = { cost: 0n, listCost: 0n, durable: Promise.resolve() };
-    this.ticket.settle({ cost: 0n, byokUsage: 0n, createdAt: this.base.startedAt }, Promise.resolve()).catch(this.onError);
+    this.hooks.metrics.held(-this.ticket.held);
+    this.ticket.settle({ cost: 0n, byokUsage: 0n, createdAt: this.base.startedAt }, Promise.resolve()).catch(this.hooks.onError);
   }
 }

@@ -236,6 +236,11 @@ export const configSchema = z
     models: z.array(model).min(1),
     plugins: z.object({ web: webPlugin.optional() }).strict().default({}),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** GET /metrics answers the admin token, or this token (for a scraper that should not hold the admin token). */
+    metrics: z
+      .object({ token: z.string().min(16, 'must be at least 16 characters').optional() })
+      .strict()
+      .default({}),
   })
   .strict()
   .superRefine((cfg, ctx) => {

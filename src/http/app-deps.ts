@@ -6,6 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import type { Accounts, Generations, Keys, LedgerHealth } from '../ledger/ledger.js';
 import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Inflight } from './inflight.js';
 
@@ -26,6 +27,9 @@ export interface AppDeps {
   readiness: ReadonlyArray<{ what: string; reason: 'ledger_unavailable' | 'limits_unavailable'; check(): Promise<unknown> }>;
   /** Accounts' money as every process sees it (the limits store's view). */
   money: AccountMoney;
+  metrics: Metrics;
+  /** The metrics in Prometheus' text format (GET /metrics). */
+  scrapeMetrics(): Promise<{ text: string; contentType: string }>;
   /** Free-model requests the account made today (UTC), as the free-model limiter counts them. */
   freeRequestsToday(accountId: string): Promise<number>;
 }

@@ -1,9 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AppDeps } from './app-deps.js';
 import { registerErrorHandling, toHttpError } from './error-handler.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerChatRoute } from './routes/chat-completions.js';
+import { registerMetricsRoute } from './routes/metrics.js';
 import { registerPublicRoutes } from './routes/public.js';
+
+/** A request id a client may send (`X-Request-Id`) and have kept: short, and plain characters only. */
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 /** The HTTP app: the only code that knows the web framework. */
 export function buildApp(deps: AppDeps): FastifyInstance {
@@ -12,6 +17,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // No child logger a request (pino's child() is a measurable share of a request's CPU): the access
     // line names the request itself, and a route adds to it through req.logFields.
     childLoggerFactory: (logger) => logger,
+    // Every answer carries X-Request-Id: the client's own when it sent a well-formed one, else a new one.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const sent = req.headers['x-request-id'];
+      return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : `req-${randomUUID()}`;
+    },
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: Math.floor(deps.config.listen.body_limit_mb * 1024 * 1024),
     trustProxy: deps.config.listen.trust_proxy,
@@ -19,8 +30,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     return503OnClosing: true,
     // Errors Fastify raises before routing (a malformed URL) get the same body as every other. Its
     // reply here is typed for no route at all, hence the casts: a marked seam.
-    frameworkErrors: (err, _req, reply) => {
-      const e = toHttpError(err, deps.logger);
+    frameworkErrors: (err, req, reply) => {
+      const e = toHttpError(err, deps.logger, req.id);
+      reply.raw.setHeader('x-request-id', req.id);
       void reply
         .status(e.status as never)
         .headers(e.headers)
@@ -40,8 +52,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.removeContentTypeParser(['text/plain', 'application/json']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
   app.addContentTypeParser('*', { parseAs: 'string' }, parse);
-  registerErrorHandling(app, deps.logger);
-  const probes = new Set(['/health', '/health/ready']);
+  registerErrorHandling(app, deps.logger, deps.metrics);
+  const probes = new Set(['/health', '/health/ready', '/metrics']);
   app.decorateRequest('logFields', undefined);
   // One access-log line a request, streamed or not: method, path (query left out), status, time, and
   // whether the client left before the end. Never a header. Written when the response closes, which
@@ -49,23 +61,22 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // not at all when the client goes away first). A route adds fields through req.logFields.
   // Then the DDoS guard, before a key is looked up or a body is read.
   app.addHook('onRequest', async (req, reply) => {
+    // On the raw response, so that it is on every answer, streamed (hijacked) ones included.
+    reply.raw.setHeader('x-request-id', req.id);
     if (probes.has(req.url)) return;
     reply.raw.once('close', () => {
-      const fields = {
-        reqId: req.id,
-        method: req.method,
-        path: req.url.split('?')[0],
-        status: reply.raw.statusCode,
-        ms: Math.round(reply.elapsedTime),
-        ...req.logFields,
-      };
-      req.log.info(reply.raw.writableFinished ? fields : { ...fields, client_gone: true }, 'request');
+      const status = reply.raw.statusCode;
+      const fields = { reqId: req.id, method: req.method, path: req.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), ...req.logFields };
+      const line = reply.raw.writableFinished ? fields : { ...fields, client_gone: true };
+      if (status >= 500) req.log.warn(line, 'request');
+      else req.log.info(line, 'request');
     });
     await deps.ddos.check(req.ip);
   });
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);
   registerAdminRoutes(app, deps);
+  registerMetricsRoute(app, deps);
   return app;
 }
 

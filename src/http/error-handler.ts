@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { type GatewayError, isGatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
 
 export interface HttpError {
   status: number;
@@ -17,8 +18,8 @@ const FRAMEWORK_MESSAGES: Record<string, string> = {
 };
 
 /** The one place an error becomes an HTTP answer. Never a stack trace; 5xx details go to the log. */
-export function toHttpError(err: unknown, log?: Logger): HttpError {
-  if (isGatewayError(err)) return fromGateway(err, log);
+export function toHttpError(err: unknown, log?: Logger, reqId?: string): HttpError {
+  if (isGatewayError(err)) return fromGateway(err, log, reqId);
   const fe = err as Partial<FastifyError> & { status?: number; type?: string };
   const status = fe.statusCode ?? fe.status;
   if (fe.code && FRAMEWORK_MESSAGES[fe.code]) {
@@ -28,20 +29,28 @@ export function toHttpError(err: unknown, log?: Logger): HttpError {
     const message = typeof fe.message === 'string' && fe.message ? fe.message.replace(/^FST_\w+:\s*/, '') : 'bad request';
     return { status, headers: {}, body: { error: { code: status, message } } };
   }
-  log?.error({ err }, 'unexpected error');
+  log?.error({ err, reqId }, 'unexpected error');
   return { status: 500, headers: {}, body: { error: { code: 500, message: 'internal error; the details are in the gateway log' } } };
 }
 
-function fromGateway(err: GatewayError, log?: Logger): HttpError {
-  if (err.status >= 500 && err.code === 'internal') log?.error({ err }, err.message);
+function fromGateway(err: GatewayError, log?: Logger, reqId?: string): HttpError {
+  if (err.status >= 500 && err.code === 'internal') log?.error({ err, reqId }, err.message);
   const error: HttpError['body']['error'] = { code: err.status, message: err.message };
   if (err.metadata) error.metadata = err.metadata;
   return { status: err.status, headers: err.headers, body: { error } };
 }
 
-export function registerErrorHandling(app: FastifyInstance, log: Logger): void {
-  app.setErrorHandler((err, _req, reply) => {
-    const e = toHttpError(err, log);
+/** A 402, or a 429 from the platform's own limits (an upstream's 429 carries no `limit`). */
+function countRefusal(e: HttpError, metrics: Metrics): void {
+  const metadata = e.body.error.metadata;
+  if (e.status === 402) metrics.refusal(402, String(metadata?.limit_source ?? ''), String(metadata?.reason ?? ''));
+  else if (e.status === 429 && typeof metadata?.limit === 'string') metrics.refusal(429, '', metadata.limit);
+}
+
+export function registerErrorHandling(app: FastifyInstance, log: Logger, metrics: Metrics): void {
+  app.setErrorHandler((err, req, reply) => {
+    const e = toHttpError(err, log, req.id);
+    countRefusal(e, metrics);
     void reply.code(e.status).headers(e.headers).send(e.body);
   });
   app.setNotFoundHandler((req, reply) => {

@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js';
+import type { Metrics } from '../observability/metrics.js';
 import { ProviderError, type ChatAnswer, type ProviderAdapter, type ProviderFailure, type StreamEvent, type UpstreamBody } from '../providers/provider.js';
 import { cooldownKey, type Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
@@ -6,6 +7,8 @@ import type { Attempt } from './plan.js';
 export interface AttemptFailure {
   attempt: Attempt;
   failure: ProviderFailure;
+  /** Counted as a fallback (the request moved on to another attempt). */
+  counted?: boolean;
 }
 
 export interface Routed {
@@ -13,6 +16,8 @@ export interface Routed {
   answer: ChatAnswer;
   isByok: boolean;
   failures: AttemptFailure[];
+  /** When the attempt that answered was sent (the clock's milliseconds). */
+  sentAt: number;
 }
 
 export interface RouteInput {
@@ -29,6 +34,8 @@ export interface RouteInput {
   cooldowns: Cooldowns;
   /** Runs before an attempt is sent; a GatewayError it throws (a platform limit) skips the attempt. */
   beforeAttempt?: (attempt: Attempt) => Promise<void>;
+  metrics: Metrics;
+  now(): number;
 }
 
 /**
@@ -97,6 +104,13 @@ export async function route(input: RouteInput): Promise<Routed> {
       });
       continue;
     }
+    // The attempt before this one failed: the request falls back.
+    const failed = failures.at(-1);
+    if (failed && !failed.counted) {
+      failed.counted = true;
+      input.metrics.fallback(failed.attempt.endpoint.provider, failed.failure.kind);
+    }
+    const sentAt = input.now();
     try {
       const answer = await provider.chat({
         model: attempt.endpoint.upstreamModel,
@@ -106,9 +120,12 @@ export async function route(input: RouteInput): Promise<Routed> {
         signal: input.signal,
       });
       if (answer.kind === 'stream') {
-        return { attempt, answer: { kind: 'stream', events: await primeStream(answer.events) }, isByok: byok !== undefined, failures };
+        const events = await primeStream(answer.events);
+        input.metrics.timeToFirstToken(attempt.endpoint.provider, (input.now() - sentAt) / 1000);
+        return { attempt, answer: { kind: 'stream', events }, isByok: byok !== undefined, failures, sentAt };
       }
-      return { attempt, answer, isByok: byok !== undefined, failures };
+      input.metrics.upstreamDuration(attempt.endpoint.provider, (input.now() - sentAt) / 1000);
+      return { attempt, answer, isByok: byok !== undefined, failures, sentAt };
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
       // An upstream's retry hint is bounded before anything uses it (the cooldown, the Retry-After sent).
@@ -120,7 +137,20 @@ export async function route(input: RouteInput): Promise<Routed> {
       }
     }
   }
-  throw exhausted(failures, refusals, input.signal.aborted);
+  const err = exhausted(failures, refusals, input.signal.aborted);
+  err.logged = { ...err.logged, providers: triedProviders(failures) };
+  throw err;
+}
+
+/** The attempts that failed, for the request's log line: provider, model and what happened. */
+export function triedProviders(failures: readonly AttemptFailure[]): Array<Record<string, unknown>> {
+  return failures.map(({ attempt, failure }) => ({
+    provider: attempt.endpoint.provider,
+    model: attempt.model.id,
+    outcome: failure.kind,
+    ...(failure.status === undefined ? {} : { status: failure.status }),
+    message: failure.message,
+  }));
 }
 
 function exhausted(failures: AttemptFailure[], refusals: GatewayError[], aborted: boolean): GatewayError {

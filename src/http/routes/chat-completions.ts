@@ -1,13 +1,31 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { KeyRecord } from '../../ledger/ledger.js';
 import type { Started } from '../../chat/chat-service.js';
+import { isGatewayError } from '../../errors.js';
+import { triedProviders } from '../../routing/route.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
 import { writeSse } from '../sse.js';
 
+/** The model a request named, for its log line (what the client sent, cut short). */
+function requestedModel(body: unknown): string | undefined {
+  const model = body !== null && typeof body === 'object' ? (body as { model?: unknown }).model : undefined;
+  return typeof model === 'string' ? model.slice(0, 200) : undefined;
+}
+
+/** What the log line of a refused or failed request says about why: the error's code and limit, and the providers tried. */
+function whyFailed(err: unknown): Record<string, unknown> {
+  if (!isGatewayError(err)) return { error: 'internal' };
+  const m = err.metadata ?? {};
+  const fields: Record<string, unknown> = { error: err.code };
+  for (const name of ['limit_source', 'limit', 'reason', 'provider_code'] as const) if (m[name] !== undefined) fields[name] = m[name];
+  if (err.logged) Object.assign(fields, err.logged);
+  return fields;
+}
+
 /** POST /api/v1/chat/completions: OpenAI's API with OpenRouter's routing fields. */
 export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
-  const { ledger, clock, chat, inflight, config } = deps;
+  const { ledger, clock, chat, inflight, config, metrics } = deps;
 
   // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
   // is a 401 whatever the body holds.
@@ -18,6 +36,11 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
 
   app.post('/api/v1/chat/completions', { onRequest }, async (req, reply) => {
     const key = keys.get(req) ?? (await authenticateKey(req, ledger, clock));
+    // The access line (app.ts) names the key, the account and the model, and why a request failed.
+    const log: Record<string, unknown> = { key_label: key.label, account: key.accountId, model: requestedModel(req.body) };
+    req.logFields = log;
+    let started: Started | undefined;
+    reply.raw.once('close', () => metrics.request(started?.served.model ?? '', started?.served.provider ?? '', reply.raw.statusCode));
     const controller = new AbortController();
     // The client went away before the answer was complete: cancel the upstream call.
     const onClose = () => {
@@ -30,13 +53,16 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       controller.abort(new DOMException(`the request ran past its deadline (${config.limits.request_deadline_ms} ms)`, 'TimeoutError')),
     );
     inflight.add(controller);
-    let started: Started | undefined;
     try {
       started = await chat.start(key, req.body, controller.signal, req.rawBody);
-      const headers = { 'x-generation-id': started.served.id };
-      // The access-log line (app.ts) names the generation and whether it was streamed.
-      req.logFields = { generation: started.served.id, stream: started.routed.answer.kind === 'stream' };
-      if (started.routed.answer.kind === 'json') {
+      const { served, routed } = started;
+      log.generation = served.id;
+      log.stream = routed.answer.kind === 'stream';
+      log.model = served.model;
+      log.provider = served.provider;
+      if (routed.failures.length > 0) log.fallbacks = triedProviders(routed.failures);
+      const headers = { 'x-generation-id': served.id };
+      if (routed.answer.kind === 'json') {
         return reply
           .headers(headers)
           .type('application/json; charset=utf-8')
@@ -45,6 +71,9 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       reply.hijack();
       await writeSse(reply.raw, headers, chat.relay(started, controller.signal));
       return reply;
+    } catch (err) {
+      Object.assign(log, whyFailed(err));
+      throw err;
     } finally {
       // Every path settles; one that ended before any output (the client gone first) releases its holds.
       if (started && !started.settlement.settled) started.settlement.settleNothing();
