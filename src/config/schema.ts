@@ -17,6 +17,13 @@ const listen = z
     port: z.preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number().int().min(0).max(65535)).default(8080),
     trust_proxy: z.boolean().default(false),
     body_limit_mb: z.number().positive().max(1024).default(10),
+    /**
+     * Origins whose browser apps may call the API (CORS): exact origins such as
+     * "https://app.example.com", or "*" for any. Empty (the default): no CORS headers at all.
+     */
+    cors_origins: z
+      .array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'must be "*" or an origin such as "https://app.example.com" (scheme and host, no path)'))
+      .default([]),
   })
   .strict();
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AppDeps } from './app-deps.js';
 import { registerErrorHandling, toHttpError } from './error-handler.js';
@@ -53,6 +54,17 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
   app.addContentTypeParser('*', { parseAs: 'string' }, parse);
   registerErrorHandling(app, deps.logger, deps.metrics);
+  // Browser apps of the configured origins may call the API (off unless listen.cors_origins is set).
+  const origins = deps.config.listen.cors_origins;
+  if (origins.length > 0) {
+    void app.register(cors, {
+      origin: origins.includes('*') ? '*' : origins,
+      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
+      exposedHeaders: ['x-request-id', 'x-generation-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+      maxAge: 600,
+    });
+  }
   const probes = new Set(['/health', '/health/ready', '/metrics']);
   app.decorateRequest('logFields', undefined);
   // One access-log line a request, streamed or not: method, path (query left out), status, time, and
