@@ -13,7 +13,7 @@ const tmp = (text: string) => {
 describe('config', () => {
   it('embeds working defaults: SQLite under ./data, the demo provider with a paid and a :free model', () => {
     const c = loadConfig(undefined, {});
-    expect(c.listen).toEqual({ host: '127.0.0.1', port: 8080, trust_proxy: false, body_limit_mb: 10 });
+    expect(c.listen).toEqual({ host: '127.0.0.1', port: 8080, trust_proxy: false, body_limit_mb: 10, cors_origins: [] });
     expect(c.database_url).toBe('sqlite:./data/tollgate.db');
     expect(c.admin_token).toBeUndefined();
     expect(c.providers.map((p) => p.type)).toEqual(['demo']);
