@@ -3,6 +3,7 @@ import type { AppDeps } from './app-deps.js';
 import { registerErrorHandling, toHttpError } from './error-handler.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerChatRoute } from './routes/chat-completions.js';
+import { registerManagementRoutes } from './routes/management.js';
 import { registerPublicRoutes } from './routes/public.js';
 
 /** The HTTP app: the only code that knows the web framework. */
@@ -66,6 +67,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);
   registerAdminRoutes(app, deps);
+  registerManagementRoutes(app, deps);
   return app;
 }
 

@@ -13,11 +13,11 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
   // is a 401 whatever the body holds.
   const keys = new WeakMap<FastifyRequest, KeyRecord>();
   const onRequest = async (req: FastifyRequest) => {
-    keys.set(req, await authenticateKey(req, ledger, clock));
+    keys.set(req, await authenticateKey(req, ledger, clock, 'inference'));
   };
 
   app.post('/api/v1/chat/completions', { onRequest }, async (req, reply) => {
-    const key = keys.get(req) ?? (await authenticateKey(req, ledger, clock));
+    const key = keys.get(req) ?? (await authenticateKey(req, ledger, clock, 'inference'));
     const controller = new AbortController();
     // The client went away before the answer was complete: cancel the upstream call.
     const onClose = () => {
