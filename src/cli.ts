@@ -72,6 +72,7 @@ const configOpt = ['-c, --config <file>', 'YAML config file (default: embedded)'
 const accounts = program.command('accounts').description('manage accounts');
 accounts
   .command('create')
+  .description('create an account')
   .requiredOption('--name <name>', 'account name')
   .option('--type <type>', 'prepaid | enterprise | subscription | invoice', 'prepaid')
   .option('--free-limits-exempt', 'exempt from free-model limits')
@@ -81,49 +82,88 @@ accounts
   );
 accounts
   .command('show <id>')
+  .description('show an account: balance, purchases, usage and in-flight budget')
   .option(...configOpt)
   .action((id: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.getAccount(id)));
 
 const credits = program.command('credits').description('add credits');
 credits
   .command('add <account> <amount>')
+  .description('add credits to an account (a purchase, or an adjustment of either sign)')
   .option('--kind <kind>', 'purchase | adjustment', 'purchase')
   .option(...configOpt)
   .action((account: string, amount: string, o: { kind: string; config?: string }) =>
     withGateway(o.config, (gw) => gw.admin.addCredits(account, { amount: Number(amount), kind: o.kind })),
   );
 
+/** A CLI value that may clear a setting: `none` is null. */
+const orNone = <T>(value: string, parse: (v: string) => T): T | null => (value === 'none' ? null : parse(value));
+
 const keys = program.command('keys').description('manage API keys');
 keys
   .command('create <account>')
+  .description('create an API key for the account and print it (shown once); with --management, a management key')
   .option('--name <name>', 'key name')
   .option('--limit <credits>', 'spending cap in credits')
   .option('--limit-reset <period>', 'daily | weekly | monthly')
+  .option('--expires-at <iso>', 'when the key stops working, e.g. 2027-01-31T00:00:00Z')
+  .option('--management', "a management key: manages the account's keys through /api/v1/keys, refused for inference")
   .option(...configOpt)
-  .action((account: string, o: { name?: string; limit?: string; limitReset?: string; config?: string }) =>
+  .action((account: string, o: { name?: string; limit?: string; limitReset?: string; expiresAt?: string; management?: boolean; config?: string }) =>
     withGateway(o.config, (gw) =>
       gw.admin.createKey(account, {
         ...(o.name ? { name: o.name } : {}),
         ...(o.limit ? { limit: Number(o.limit) } : {}),
         ...(o.limitReset ? { limit_reset: o.limitReset } : {}),
+        ...(o.expiresAt ? { expires_at: o.expiresAt } : {}),
+        ...(o.management ? { management: true } : {}),
       }),
     ),
   );
 keys
   .command('list <account>')
+  .description("list the account's keys (deleted ones left out)")
   .option(...configOpt)
   .action((account: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.listKeys(account)));
+keys
+  .command('update <hash>')
+  .description("change a key's name, limit, limit reset or expiry (none clears a limit, reset or expiry)")
+  .option('--name <name>', 'key name')
+  .option('--limit <credits>', 'spending cap in credits, or none')
+  .option('--limit-reset <period>', 'daily | weekly | monthly, or none')
+  .option('--expires-at <iso>', 'when the key stops working (e.g. 2027-01-31T00:00:00Z), or none')
+  .option(...configOpt)
+  .action((hash: string, o: { name?: string; limit?: string; limitReset?: string; expiresAt?: string; config?: string }) => {
+    const patch = {
+      ...(o.name !== undefined ? { name: o.name } : {}),
+      ...(o.limit !== undefined ? { limit: orNone(o.limit, Number) } : {}),
+      ...(o.limitReset !== undefined ? { limit_reset: orNone(o.limitReset, String) } : {}),
+      ...(o.expiresAt !== undefined ? { expires_at: orNone(o.expiresAt, String) } : {}),
+    };
+    if (Object.keys(patch).length === 0) fail(new Error('keys update: nothing to change; give --name, --limit, --limit-reset or --expires-at'));
+    return withGateway(o.config, (gw) => gw.admin.patchKey(hash, patch));
+  });
+keys
+  .command('rotate <hash>')
+  .description('give the key a new secret and print it (shown once): same hash, usage and limits; the old secret stops after --grace seconds')
+  .option('--grace <seconds>', 'how long the old secret keeps working (default 0: it stops at once; at most 30 days)')
+  .option(...configOpt)
+  .action((hash: string, o: { grace?: string; config?: string }) =>
+    withGateway(o.config, (gw) => gw.admin.rotateKey(hash, o.grace === undefined ? {} : { grace_seconds: Number(o.grace) })),
+  );
 for (const [verb, disabled] of [
   ['disable', true],
   ['enable', false],
 ] as const) {
   keys
     .command(`${verb} <hash>`)
+    .description(disabled ? 'disable a key (requests with it get 401 until it is enabled)' : 'enable a disabled key')
     .option(...configOpt)
     .action((hash: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.patchKey(hash, { disabled })));
 }
 keys
   .command('delete <hash>')
+  .description('delete a key: it stops working and leaves lists; its usage and generations stay')
   .option(...configOpt)
   .action((hash: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.deleteKey(hash)));
 

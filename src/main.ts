@@ -6,6 +6,8 @@ import { Admission } from './admission/admission.js';
 import { DdosGuard } from './admission/ddos-guard.js';
 import { FreeModelLimits } from './admission/free-limits.js';
 import { AdminService } from './admin/admin-service.js';
+import { KeyService } from './admin/key-service.js';
+import { ManagementService } from './admin/management-service.js';
 import { ChatService } from './chat/chat-service.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
@@ -220,7 +222,9 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     config.plugins.web && searchAgent
       ? new WebSearch({ searchUrl: config.plugins.web.search_url, maxResults: config.plugins.web.max_results, timeoutMs: 10_000, dispatcher: searchAgent })
       : undefined;
-  const admin = new AdminService(cachedLedger, vault, clock, config, admission, money);
+  const keyService = new KeyService(cachedLedger, clock);
+  const admin = new AdminService(cachedLedger, keyService, vault, clock, config, admission, money);
+  const management = new ManagementService(cachedLedger, keyService, money);
   const chat = new ChatService({
     config,
     catalog,
@@ -244,6 +248,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     catalog,
     chat,
     admin,
+    management,
     adminToken: adminToken.value,
     inflight,
     ddos,

@@ -4,7 +4,7 @@ import { ScriptedUpstream } from './helpers/scripted-upstream.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 /** The rows of a ledger table, read straight from the database (a test-only look behind the interface). */
-async function tableText(gw: TestGateway, table: 'api_keys' | 'byok_secrets'): Promise<string> {
+async function tableText(gw: TestGateway, table: 'api_keys' | 'byok_secrets' | 'key_secrets' | 'key_usage'): Promise<string> {
   const db = (gw.ledger as unknown as { db: { selectFrom(t: string): { selectAll(): { execute(): Promise<unknown[]> } } } }).db;
   const rows = await db.selectFrom(table).selectAll().execute();
   return JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
@@ -113,6 +113,96 @@ describe('admin API', () => {
     expect(await del.json()).toEqual({ deleted: true });
     expect((await admin(`/keys/${data.hash}`, { method: 'DELETE' })).status).toBe(404);
     expect((await gw.fetch('/api/v1/key', { token: key })).status).toBe(401);
+  });
+
+  it('rotates a key: a new secret shown once, the same hash, usage and limits; the old secret works for grace_seconds, then 401', async () => {
+    const acct = await gw.account(5, { name: 'rot', limit: 4 });
+    const chat = (key: string) =>
+      gw.fetch('/api/v1/chat/completions', { token: key, body: { model: 'demo/echo', messages: [{ role: 'user', content: 'hi' }] } });
+    expect((await chat(acct.key)).status).toBe(200);
+    const before = ((await (await gw.fetch('/api/v1/key', { token: acct.key })).json()) as { data: { usage: number } }).data.usage;
+
+    const res = await admin(`/keys/${acct.hash}/rotate`, { method: 'POST', body: { grace_seconds: 30 } });
+    expect(res.status).toBe(200);
+    const { key, data } = (await res.json()) as { key: string; data: Record<string, any> };
+    expect(key).toMatch(/^sk-tg-v1-[0-9a-f]{64}$/);
+    expect(data).toMatchObject({ hash: acct.hash, name: 'rot', limit: 4, usage: before, label: `${key.slice(0, 12)}...${key.slice(-3)}` });
+    expect(data.updated_at).toBe(new Date(clock.now()).toISOString());
+    // Only the secrets' hashes are stored.
+    const stored = await tableText(gw, 'key_secrets');
+    expect(stored).not.toContain(key.slice(9));
+    expect(stored).not.toContain(acct.key.slice(9));
+
+    expect((await chat(key)).status).toBe(200);
+    clock.advance(29_999);
+    expect((await gw.fetch('/api/v1/key', { token: acct.key })).status).toBe(200);
+    clock.advance(1);
+    expect((await gw.fetch('/api/v1/key', { token: acct.key })).status).toBe(401);
+    const status = ((await (await gw.fetch('/api/v1/key', { token: key })).json()) as { data: { usage: number; limit: number } }).data;
+    expect(status.limit).toBe(4);
+    expect(status.usage).toBeGreaterThan(before); // the request made with the new secret counts on the same key
+
+    expect((await admin('/keys/no-such-hash/rotate', { method: 'POST', body: {} })).status).toBe(404);
+    for (const body of [{ grace_seconds: -5 }, { grace_seconds: 2.5 }, { grace_seconds: 2_592_001 }, { grace: 5 }]) {
+      const bad = await admin(`/keys/${acct.hash}/rotate`, { method: 'POST', body });
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+      expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/grace/);
+    }
+    expect(gw.log.text).not.toContain(key);
+  });
+
+  it('sets and clears expires_at on PATCH, and refuses one in the past with a 400 naming it, on create and on PATCH', async () => {
+    const a = await newAccount();
+    const later = new Date(clock.now() + 3_600_000).toISOString();
+    const created = await admin(`/accounts/${a.id}/keys`, { method: 'POST', body: { expires_at: later } });
+    expect(created.status).toBe(201);
+    const { data } = (await created.json()) as { data: { hash: string; expires_at: string } };
+    expect(data.expires_at).toBe(later);
+    const cleared = await admin(`/keys/${data.hash}`, { method: 'PATCH', body: { expires_at: null } });
+    expect(((await cleared.json()) as { data: { expires_at: unknown } }).data.expires_at).toBeNull();
+    const past = new Date(clock.now() - 1).toISOString();
+    for (const res of [
+      await admin(`/accounts/${a.id}/keys`, { method: 'POST', body: { expires_at: past } }),
+      await admin(`/keys/${data.hash}`, { method: 'PATCH', body: { expires_at: past } }),
+      await admin(`/keys/${data.hash}`, { method: 'PATCH', body: { expires_at: 'tomorrow' } }),
+    ]) {
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string; metadata: unknown } }).error).toMatchObject({
+        message: expect.stringContaining('expires_at'),
+        metadata: { field: 'expires_at' },
+      });
+    }
+  });
+
+  it('creates management keys, listed with management: true; they report is_management_key and are refused for inference', async () => {
+    const a = await newAccount();
+    const res = await admin(`/accounts/${a.id}/keys`, { method: 'POST', body: { name: 'ops', management: true } });
+    expect(res.status).toBe(201);
+    const { key, data } = (await res.json()) as { key: string; data: { hash: string; management: boolean } };
+    expect(data.management).toBe(true);
+    const list = ((await (await admin(`/accounts/${a.id}/keys`)).json()) as { data: Array<{ hash: string; management: boolean }> }).data;
+    expect(list).toEqual([expect.objectContaining({ hash: data.hash, management: true })]);
+    const status = (await (await gw.fetch('/api/v1/key', { token: key })).json()) as { data: { is_management_key: boolean } };
+    expect(status.data.is_management_key).toBe(true);
+    const chat = await gw.fetch('/api/v1/chat/completions', { token: key, body: { model: 'demo/echo', messages: [{ role: 'user', content: 'hi' }] } });
+    expect(chat.status).toBe(401);
+    expect((await admin(`/accounts/${a.id}/keys`, { method: 'POST', body: { management: 'yes' } })).status).toBe(400);
+  });
+
+  it('deleting a key keeps its record, usage and generations: reports can still name it', async () => {
+    const acct = await gw.account(5);
+    const answer = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { model: 'demo/echo', messages: [{ role: 'user', content: 'hi' }] } });
+    const { id } = (await answer.json()) as { id: string };
+    expect((await admin(`/keys/${acct.hash}`, { method: 'DELETE' })).status).toBe(200);
+    expect((await gw.fetch('/api/v1/key', { token: acct.key })).status).toBe(401);
+    expect(((await (await admin(`/accounts/${acct.id}/keys`)).json()) as { data: unknown[] }).data).toEqual([]);
+    expect((await admin(`/keys/${acct.hash}`, { method: 'PATCH', body: { disabled: false } })).status).toBe(404);
+    expect((await admin(`/keys/${acct.hash}/rotate`, { method: 'POST', body: {} })).status).toBe(404);
+    expect(await tableText(gw, 'api_keys')).toContain(acct.hash);
+    expect(await tableText(gw, 'key_usage')).toContain(acct.hash);
+    expect((await gw.ledger.getGeneration(id))?.keyHash).toBe(acct.hash);
+    const account = ((await (await admin(`/accounts/${acct.id}`)).json()) as { data: { total_usage: number } }).data;
+    expect(account.total_usage).toBeGreaterThan(0);
   });
 
   it('stores BYOK keys encrypted, never returns them, and serves requests with them at the BYOK fee', async () => {

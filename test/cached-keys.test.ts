@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
 import { CachedKeys } from '../src/ledger/cached-keys.js';
-import type { KeyPatch, KeyRecord, KeyUsage, Keys, NewKey } from '../src/ledger/ledger.js';
+import type { KeyPatch, KeyRecord, KeyRotation, KeyUsage, Keys, NewKey } from '../src/ledger/ledger.js';
 import { deferred, TestFeed } from './helpers/test-feed.js';
 
 /** The database's keys, counting reads; `hold()` keeps the next read open until the test lets it go. */
 class StoredKeys implements Keys {
   readonly rows = new Map<string, KeyRecord>();
+  /** Secret hash → key hash, as key_secrets holds it. */
+  readonly secretRows = new Map<string, string>();
   reads = 0;
+  secretReads = 0;
   failWrites = false;
   private held: Array<ReturnType<typeof deferred<void>>> = [];
 
@@ -25,10 +28,22 @@ class StoredKeys implements Keys {
     if (gate) await gate.promise;
     return read;
   }
+  async keyHashOfSecret(secretHash: string): Promise<string | undefined> {
+    this.secretReads += 1;
+    return this.secretRows.get(secretHash);
+  }
   async createKey(key: NewKey): Promise<KeyRecord> {
-    const record: KeyRecord = { ...key, disabled: false };
+    const record = stored(key);
     this.rows.set(key.hash, record);
+    this.secretRows.set(key.secretHash ?? key.hash, key.hash);
     return { ...record };
+  }
+  async rotateKey(hash: string, rotation: KeyRotation): Promise<KeyRecord | undefined> {
+    const row = this.rows.get(hash);
+    if (!row) return undefined;
+    row.secrets = [...row.secrets.map((s) => ({ ...s, validUntil: rotation.graceUntil })), { secretHash: rotation.secretHash, validUntil: null }];
+    this.secretRows.set(rotation.secretHash, hash);
+    return { ...row };
   }
   async updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined> {
     const row = this.rows.get(hash);
@@ -49,6 +64,14 @@ class StoredKeys implements Keys {
   }
 }
 
+const stored = (key: NewKey): KeyRecord => ({
+  ...key,
+  disabled: false,
+  updatedAt: null,
+  management: key.management ?? false,
+  secrets: [{ secretHash: key.secretHash ?? key.hash, validUntil: null }],
+});
+
 const newKey = (hash: string): NewKey => ({
   hash,
   accountId: 'acct_1',
@@ -66,7 +89,8 @@ function setup(options: { maxEntries?: number } = {}) {
   const feed = new TestFeed();
   const db = new StoredKeys();
   const keys = new CachedKeys(db, feed, { now: () => clock.now(), ...options });
-  db.rows.set('k1', { ...newKey('k1'), disabled: false });
+  db.rows.set('k1', stored(newKey('k1')));
+  db.secretRows.set('k1', 'k1');
   return { clock, feed, db, keys };
 }
 
@@ -97,9 +121,9 @@ describe('CachedKeys', () => {
 
   it('publishes its own writes after them, so every process drops the key', async () => {
     const { feed, keys } = setup();
-    await keys.updateKey('k1', { disabled: true });
+    await keys.updateKey('k1', { disabled: true }, 0);
     expect((await keys.findKey('k1'))?.disabled).toBe(true);
-    await keys.deleteKey('k1');
+    await keys.deleteKey('k1', 0);
     expect(await keys.findKey('k1')).toBeUndefined();
     expect(feed.published).toEqual([
       { kind: 'key', hash: 'k1' },
@@ -121,7 +145,7 @@ describe('CachedKeys', () => {
     const { db, feed, keys } = setup();
     await keys.findKey('k1');
     db.failWrites = true;
-    await expect(keys.updateKey('k1', { disabled: true })).rejects.toThrow(/connection lost/);
+    await expect(keys.updateKey('k1', { disabled: true }, 0)).rejects.toThrow(/connection lost/);
     expect(feed.published).toEqual([{ kind: 'key', hash: 'k1' }]);
     expect((await keys.findKey('k1'))?.disabled).toBe(true);
   });
@@ -203,7 +227,7 @@ describe('CachedKeys', () => {
 
   it('keeps at most maxEntries keys, dropping the least recently used', async () => {
     const { db, keys } = setup({ maxEntries: 2 });
-    for (const h of ['a', 'b', 'c']) db.rows.set(h, { ...newKey(h), disabled: false });
+    for (const h of ['a', 'b', 'c']) db.rows.set(h, stored(newKey(h)));
     await keys.findKey('a');
     await keys.findKey('b');
     await keys.findKey('a'); // a is now the most recently used
@@ -224,8 +248,34 @@ describe('CachedKeys', () => {
 
   it('stops listening when closed', async () => {
     const { feed, keys } = setup();
-    expect(feed.listening).toBe(1);
+    expect(feed.listening).toBe(2); // the keys, and which key each secret is
     keys.close();
     expect(feed.listening).toBe(0);
+  });
+
+  it('reads which key a secret is once, and a rotation publishes the new secret, so a cached "unknown" goes', async () => {
+    const { db, feed, keys } = setup();
+    expect(await keys.keyHashOfSecret('k1')).toBe('k1');
+    expect(await keys.keyHashOfSecret('k1')).toBe('k1');
+    expect(await keys.keyHashOfSecret('s2')).toBeUndefined();
+    expect(db.secretReads).toBe(2);
+    const rotated = await keys.rotateKey('k1', { secretHash: 's2', label: 'l2', at: 0, graceUntil: 0 });
+    expect(rotated?.secrets).toEqual([
+      { secretHash: 'k1', validUntil: 0 },
+      { secretHash: 's2', validUntil: null },
+    ]);
+    expect(feed.published).toEqual([
+      { kind: 'key', hash: 'k1' },
+      { kind: 'key', hash: 's2' },
+    ]);
+    expect(await keys.keyHashOfSecret('s2')).toBe('k1');
+  });
+
+  it('a rotation made through another process shows in the key at once: its change drops the cached key', async () => {
+    const { db, feed, keys } = setup();
+    expect((await keys.findKey('k1'))?.secrets).toEqual([{ secretHash: 'k1', validUntil: null }]);
+    await db.rotateKey('k1', { secretHash: 's2', label: 'l2', at: 0, graceUntil: 0 }); // another process rotates …
+    feed.fromElsewhere({ kind: 'key', hash: 'k1' }); // … and its change arrives
+    expect((await keys.findKey('k1'))?.secrets.find((s) => s.secretHash === 'k1')?.validUntil).toBe(0);
   });
 });

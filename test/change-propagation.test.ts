@@ -87,6 +87,37 @@ describe.skipIf(!postgres || !redisUrl)('admin changes made through one process 
     await withinOneSecond(async () => (await keyStatus(b, acct.key)).status === 401);
   });
 
+  it('a key rotated through A: B refuses the old secret within 1 s and takes the new one at once', async () => {
+    const acct = await a.account(10);
+    expect((await keyStatus(b, acct.key)).status).toBe(200); // B has the secret and the key cached
+    const res = await adminOn(a, `/keys/${acct.hash}/rotate`, { method: 'POST', body: {} });
+    expect(res.status).toBe(200);
+    const { key } = (await res.json()) as { key: string };
+    expect((await keyStatus(b, key)).status).toBe(200);
+    await withinOneSecond(async () => (await ask(b, acct.key)).status === 401);
+    expect((await ask(b, key)).status).toBe(200);
+  });
+
+  it('a key rotated with a grace period through A: B takes both secrets until it ends', async () => {
+    const acct = await a.account(10);
+    expect((await keyStatus(b, acct.key)).status).toBe(200);
+    const res = await adminOn(a, `/keys/${acct.hash}/rotate`, { method: 'POST', body: { grace_seconds: 600 } });
+    const { key } = (await res.json()) as { key: string };
+    expect((await ask(b, key)).status).toBe(200);
+    expect((await ask(b, acct.key)).status).toBe(200);
+  });
+
+  it('a key created through the management API on B works on A at once; one deleted through A stops on B within 1 s', async () => {
+    const acct = await a.account(10);
+    const made = (await (await adminOn(a, `/accounts/${acct.id}/keys`, { method: 'POST', body: { management: true } })).json()) as { key: string };
+    const created = await b.fetch('/api/v1/keys', { token: made.key, body: { name: 'from-b' } });
+    expect(created.status).toBe(201);
+    const { key, data } = (await created.json()) as { key: string; data: { hash: string } };
+    expect((await ask(a, key)).status).toBe(200);
+    expect((await a.fetch(`/api/v1/keys/${data.hash}`, { method: 'DELETE', token: made.key })).status).toBe(200);
+    await withinOneSecond(async () => (await ask(b, key)).status === 401);
+  });
+
   it('a key re-limited through A is held to its new limit by B', async () => {
     const acct = await a.account(10, { limit: 5 });
     expect((await keyStatus(b, acct.key)).data).toMatchObject({ limit: 5 });

@@ -91,6 +91,71 @@ describe('the tollgate command', () => {
     expect((err as { stderr: string }).stderr).toMatch(/amount: must have at most 9 decimals/);
   });
 
+  let rotated: { old: string; current: string };
+
+  it('keys create --management makes a management key, and --expires-at sets an expiry', { timeout: 60_000 }, async () => {
+    const made = await cli('keys', 'create', accountId, '--management', '--name', 'ops', '--config', config);
+    expect(made.key).toMatch(/^sk-tg-v1-/);
+    expect(made.data).toMatchObject({ name: 'ops', management: true });
+    const expiring = await cli('keys', 'create', accountId, '--expires-at', '2099-01-01T00:00:00Z', '--config', config);
+    expect(expiring.data).toMatchObject({ management: false, expires_at: '2099-01-01T00:00:00.000Z' });
+  });
+
+  it('keys update changes the name, limit, reset and expiry, and none clears them', { timeout: 60_000 }, async () => {
+    const { data } = await cli('keys', 'create', accountId, '--config', config);
+    const updated = await cli(
+      'keys',
+      'update',
+      data.hash,
+      '--name',
+      'renamed',
+      '--limit',
+      '3',
+      '--limit-reset',
+      'monthly',
+      '--expires-at',
+      '2099-06-01T00:00:00Z',
+      '--config',
+      config,
+    );
+    expect(updated).toMatchObject({ hash: data.hash, name: 'renamed', limit: 3, limit_reset: 'monthly', expires_at: '2099-06-01T00:00:00.000Z' });
+    const cleared = await cli('keys', 'update', data.hash, '--limit', 'none', '--limit-reset', 'none', '--expires-at', 'none', '--config', config);
+    expect(cleared).toMatchObject({ name: 'renamed', limit: null, limit_reset: null, expires_at: null });
+    const err = (await run(process.execPath, [CLI, 'keys', 'update', data.hash, '--expires-at', '2001-01-01T00:00:00Z', '--config', config], { env }).catch(
+      (e: unknown) => e,
+    )) as { code: number; stderr: string };
+    expect(err.code).toBe(2);
+    expect(err.stderr).toMatch(/expires_at: must be in the future/);
+    const none = (await run(process.execPath, [CLI, 'keys', 'update', data.hash, '--config', config], { env }).catch((e: unknown) => e)) as {
+      code: number;
+      stderr: string;
+    };
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toMatch(/nothing to change/);
+  });
+
+  it('keys rotate prints a new secret for the same key; --grace is checked', { timeout: 60_000 }, async () => {
+    const { key: old, data } = await cli('keys', 'create', accountId, '--name', 'rotating', '--limit', '2', '--config', config);
+    const out = await cli('keys', 'rotate', data.hash, '--grace', '0', '--config', config);
+    expect(out.key).toMatch(/^sk-tg-v1-/);
+    expect(out.key).not.toBe(old);
+    expect(out.data).toMatchObject({ hash: data.hash, name: 'rotating', limit: 2 });
+    rotated = { old, current: out.key };
+    const err = (await run(process.execPath, [CLI, 'keys', 'rotate', data.hash, '--grace', 'soon', '--config', config], { env }).catch((e: unknown) => e)) as {
+      code: number;
+      stderr: string;
+    };
+    expect(err.code).toBe(2);
+    expect(err.stderr).toMatch(/grace_seconds: /);
+  });
+
+  it('every keys verb has a description', async () => {
+    const { stdout } = await run(process.execPath, [CLI, 'keys', '--help'], { env });
+    for (const verb of ['create', 'list', 'update', 'rotate', 'disable', 'enable', 'delete']) {
+      expect(stdout).toMatch(new RegExp(`^\\s+${verb} .*\\S\\s{2,}\\S`, 'm'));
+    }
+  });
+
   describe('serve', () => {
     let server: Awaited<ReturnType<typeof serve>>;
     beforeAll(async () => {
@@ -104,6 +169,12 @@ describe('the tollgate command', () => {
       expect(await (await fetch(`${server.base}/health`)).json()).toEqual({ status: 'ok' });
       const res = await fetch(`${server.base}/api/v1/key`, { headers: { authorization: `Bearer ${key}` } });
       expect(res.status).toBe(200);
+    });
+
+    it('serves a rotated key by its new secret only', async () => {
+      const status = async (k: string) => (await fetch(`${server.base}/api/v1/key`, { headers: { authorization: `Bearer ${k}` } })).status;
+      expect(await status(rotated.current)).toBe(200);
+      expect(await status(rotated.old)).toBe(401);
     });
 
     it('on SIGTERM lets a running stream finish, settles its charge and exits 0', async () => {

@@ -4,19 +4,15 @@ import type { Admission } from '../admission/admission.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { GatewayError, invalidRequest, notFound } from '../errors.js';
-import { accountTypes, type Account, type KeyPatch, type KeyRecord, type Keys, type Accounts } from '../ledger/ledger.js';
-import { creditsFromJson, creditsToJson, MoneyFormatError, type Nano } from '../ledger/money.js';
-import { generateApiKey, hashApiKey, labelOf } from '../security/api-key.js';
+import { accountTypes, type Account, type KeyRecord, type Accounts, type Keys } from '../ledger/ledger.js';
+import { creditsFromJson, creditsToJson } from '../ledger/money.js';
 import type { ByokVault } from '../security/byok-vault.js';
+import type { KeyService } from './key-service.js';
+import { amountOf, isoDate, money, parseInput as parse } from './parse-input.js';
 import { accountView, keyInfoView } from './views.js';
 
-const MAX_AMOUNT = creditsFromJson(1_000_000_000);
 /** The most a balance or purchase total may reach: 9e9 credits keeps every amount inside a signed 64-bit column. */
 const MAX_TOTAL = creditsFromJson(9_000_000_000);
-
-const isoDate = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time, e.g. 2026-01-31T00:00:00Z' });
-const limitReset = z.enum(['daily', 'weekly', 'monthly'], { error: 'must be "daily", "weekly", "monthly" or null' });
-const money = z.number({ error: 'must be a number' });
 
 const newAccountSchema = z.strictObject({
   name: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(200),
@@ -30,26 +26,6 @@ const creditsSchema = z.strictObject({
   kind: z.enum(['purchase', 'adjustment'], { error: 'must be "purchase" or "adjustment"' }).default('purchase'),
 });
 
-const keyFields = {
-  name: z.string({ error: 'must be a string' }).max(200),
-  limit: money.nullable(),
-  limit_reset: limitReset.nullable(),
-  include_byok_in_limit: z.boolean({ error: 'must be true or false' }),
-};
-const newKeySchema = z.strictObject({
-  name: keyFields.name.optional(),
-  limit: keyFields.limit.optional(),
-  limit_reset: keyFields.limit_reset.optional(),
-  include_byok_in_limit: keyFields.include_byok_in_limit.optional(),
-  expires_at: isoDate.nullish(),
-});
-const keyPatchSchema = z.strictObject({
-  name: keyFields.name.optional(),
-  limit: keyFields.limit.optional(),
-  limit_reset: keyFields.limit_reset.optional(),
-  include_byok_in_limit: keyFields.include_byok_in_limit.optional(),
-  disabled: z.boolean({ error: 'must be true or false' }).optional(),
-});
 const byokSchema = z.strictObject({
   api_key: z
     .string({ error: 'must be a string' })
@@ -58,34 +34,11 @@ const byokSchema = z.strictObject({
     .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces or control characters'),
 });
 
-function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const result = schema.safeParse(body ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = issue?.path.length ? issue.path.join('.') : 'body';
-  const message = issue?.code === 'unrecognized_keys' ? `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}` : issue?.message;
-  throw invalidRequest(`${path}: ${message ?? 'invalid value'}`, { field: path });
-}
-
-/** An amount from JSON as exact nanocredits: at most 9 decimals and 1,000,000,000 in size. */
-function amountOf(field: string, value: number, allowNegative: boolean): Nano {
-  let amount: Nano;
-  try {
-    amount = creditsFromJson(value);
-  } catch (err) {
-    if (err instanceof MoneyFormatError) throw invalidRequest(`${field}: must have at most 9 decimals`, { field });
-    throw err;
-  }
-  const abs = amount < 0n ? -amount : amount;
-  if (abs > MAX_AMOUNT) throw invalidRequest(`${field}: must be at most 1000000000 in size`, { field });
-  if (!allowNegative && amount < 0n) throw invalidRequest(`${field}: must not be negative`, { field });
-  return amount;
-}
-
 /** Admin work, shared by the admin API and the CLI verbs. */
 export class AdminService {
   constructor(
-    private readonly ledger: Accounts & Keys,
+    private readonly ledger: Accounts & Pick<Keys, 'listKeys'>,
+    private readonly keys: KeyService,
     private readonly vault: ByokVault,
     private readonly clock: Clock,
     private readonly config: Config,
@@ -141,21 +94,11 @@ export class AdminService {
     return this.view(account);
   }
 
+  /** A new key (an inference key, or a management key with `management: true`); its secret is shown once, here. */
   async createKey(accountId: string, body: unknown) {
-    const input = parse(newKeySchema, body);
+    const input = this.keys.parseNew(body, 'operator');
     await this.account(accountId);
-    const key = generateApiKey();
-    const record = await this.ledger.createKey({
-      hash: hashApiKey(key),
-      accountId,
-      name: input.name ?? 'default',
-      label: labelOf(key),
-      limit: input.limit === undefined || input.limit === null ? null : amountOf('limit', input.limit, false),
-      limitReset: input.limit_reset ?? null,
-      includeByokInLimit: input.include_byok_in_limit ?? false,
-      expiresAt: input.expires_at ? Date.parse(input.expires_at) : null,
-      createdAt: this.clock.now(),
-    });
+    const { key, record } = await this.keys.create(accountId, input);
     return { key, data: await this.keyInfo(record) };
   }
 
@@ -166,20 +109,20 @@ export class AdminService {
   }
 
   async patchKey(hash: string, body: unknown) {
-    const input = parse(keyPatchSchema, body);
-    const patch: KeyPatch = {};
-    if (input.name !== undefined) patch.name = input.name;
-    if (input.limit !== undefined) patch.limit = input.limit === null ? null : amountOf('limit', input.limit, false);
-    if (input.limit_reset !== undefined) patch.limitReset = input.limit_reset;
-    if (input.include_byok_in_limit !== undefined) patch.includeByokInLimit = input.include_byok_in_limit;
-    if (input.disabled !== undefined) patch.disabled = input.disabled;
-    const updated = await this.ledger.updateKey(hash, patch);
+    const updated = await this.keys.update(hash, this.keys.parsePatch(body));
     if (!updated) throw notFound(`no key with hash "${hash}"`);
     return this.keyInfo(updated);
   }
 
+  /** A new secret for the key (same hash, usage and limits), shown once; the old one works `grace_seconds` more. */
+  async rotateKey(hash: string, body: unknown) {
+    const rotated = await this.keys.rotate(hash, this.keys.parseRotation(body));
+    if (!rotated) throw notFound(`no key with hash "${hash}"`);
+    return { key: rotated.key, data: await this.keyInfo(rotated.record) };
+  }
+
   async deleteKey(hash: string) {
-    if (!(await this.ledger.deleteKey(hash))) throw notFound(`no key with hash "${hash}"`);
+    if (!(await this.keys.delete(hash))) throw notFound(`no key with hash "${hash}"`);
     return { deleted: true };
   }
 

@@ -37,6 +37,40 @@ export function keyInfoView(k: KeyRecord, usage: KeyUsage) {
     byok_usage: creditsToJson(usage.all.byokUsage),
     expires_at: isoOrNull(k.expiresAt),
     created_at: new Date(k.createdAt).toISOString(),
+    updated_at: isoOrNull(k.updatedAt),
+    management: k.management,
+  };
+}
+
+/**
+ * A key as the management API answers it (CONTRACT §9): the shape of OpenRouter's SDK (`Key`), with
+ * neutral values where a field means nothing here. `workspace_id` is the key's account.
+ */
+export function managedKeyView(k: KeyRecord, usage: KeyUsage) {
+  const remaining = limitRemaining(k, usage);
+  return {
+    hash: k.hash,
+    name: k.name,
+    label: k.label,
+    disabled: k.disabled,
+    limit: k.limit === null ? null : creditsToJson(k.limit),
+    limit_remaining: remaining === null ? null : creditsToJson(remaining),
+    limit_reset: k.limitReset,
+    include_byok_in_limit: k.includeByokInLimit,
+    usage: creditsToJson(usage.all.usage),
+    usage_daily: creditsToJson(usage.daily.usage),
+    usage_weekly: creditsToJson(usage.weekly.usage),
+    usage_monthly: creditsToJson(usage.monthly.usage),
+    byok_usage: creditsToJson(usage.all.byokUsage),
+    byok_usage_daily: creditsToJson(usage.daily.byokUsage),
+    byok_usage_weekly: creditsToJson(usage.weekly.byokUsage),
+    byok_usage_monthly: creditsToJson(usage.monthly.byokUsage),
+    created_at: new Date(k.createdAt).toISOString(),
+    updated_at: isoOrNull(k.updatedAt),
+    expires_at: isoOrNull(k.expiresAt),
+    creator_user_id: null,
+    workspace_id: k.accountId,
+    external_user: null,
   };
 }
 
@@ -65,7 +99,7 @@ export function keyStatusView(config: Config, k: KeyRecord, usage: KeyUsage, acc
       remaining: Math.max(0, dailyLimit - freeRequestsToday),
     },
     expires_at: info.expires_at,
-    is_management_key: false,
+    is_management_key: k.management,
     is_provisioning_key: false,
     creator_user_id: null,
     organization_id: null,

@@ -1,4 +1,5 @@
 import type { AdminService } from '../admin/admin-service.js';
+import type { ManagementService } from '../admin/management-service.js';
 import type { AccountMoney } from '../admission/account-money.js';
 import type { DdosGuard } from '../admission/ddos-guard.js';
 import type { ChatService } from '../chat/chat-service.js';
@@ -20,6 +21,8 @@ export interface AppDeps {
   catalog: Catalog;
   chat: ChatService;
   admin: AdminService;
+  /** The self-service management API's work (CONTRACT §9). */
+  management: ManagementService;
   adminToken: string;
   inflight: Inflight;
   ddos: DdosGuard;

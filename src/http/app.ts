@@ -6,6 +6,7 @@ import { registerErrorHandling, toHttpError } from './error-handler.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerChatRoute } from './routes/chat-completions.js';
 import { registerMetricsRoute } from './routes/metrics.js';
+import { registerManagementRoutes } from './routes/management.js';
 import { registerPublicRoutes } from './routes/public.js';
 
 /** A request id a client may send (`X-Request-Id`) and have kept: short, and plain characters only. */
@@ -89,6 +90,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerChatRoute(app, deps);
   registerAdminRoutes(app, deps);
   registerMetricsRoute(app, deps);
+  registerManagementRoutes(app, deps);
   return app;
 }
 

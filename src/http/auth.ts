@@ -13,15 +13,37 @@ function bearer(req: FastifyRequest): string | undefined {
 
 const unauthorized = (message: string) => new GatewayError('unauthorized', message);
 
-/** The API key the request carries, if it is valid: known, enabled and not expired (else 401). */
-export async function authenticateKey(req: FastifyRequest, ledger: Keys, clock: Clock): Promise<KeyRecord> {
+/**
+ * What a route lets a key do: inference takes inference keys only, management (the /keys routes,
+ * CONTRACT §9) management keys only, and the account's read routes (/key, /credits, /generation) either.
+ */
+export type KeyUse = 'inference' | 'management' | 'either';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The API key the request carries, if it is valid: a secret of a key (its current one, or a rotated
+ * one still in its grace period), enabled, not expired, and fit for `use` (else 401).
+ */
+export async function authenticateKey(req: FastifyRequest, ledger: Pick<Keys, 'findKey' | 'keyHashOfSecret'>, clock: Clock, use: KeyUse): Promise<KeyRecord> {
   const presented = bearer(req);
   if (!presented) throw unauthorized('missing API key: send it as "Authorization: Bearer <API_KEY>"');
-  const key = await ledger.findKey(hashApiKey(presented));
-  if (!key) throw unauthorized('invalid API key');
+  const secretHash = hashApiKey(presented);
+  const hash = await ledger.keyHashOfSecret(secretHash);
+  const key = hash === undefined ? undefined : await ledger.findKey(hash);
+  const secret = key?.secrets.find((s) => s.secretHash === secretHash);
+  if (!key || !secret) throw unauthorized('invalid API key');
+  const now = clock.now();
+  if (secret.validUntil !== null && secret.validUntil <= now) {
+    throw unauthorized(`this API key was rotated: this secret stopped working at ${iso(secret.validUntil)}; use the new one`);
+  }
   if (key.disabled) throw unauthorized('this API key is disabled');
-  if (key.expiresAt !== null && key.expiresAt <= clock.now()) {
-    throw unauthorized(`this API key expired at ${new Date(key.expiresAt).toISOString()}`);
+  if (key.expiresAt !== null && key.expiresAt <= now) throw unauthorized(`this API key expired at ${iso(key.expiresAt)}`);
+  if (use === 'inference' && key.management) {
+    throw unauthorized("this is a management key: it manages the account's API keys (/api/v1/keys) and cannot be used for inference");
+  }
+  if (use === 'management' && !key.management) {
+    throw unauthorized('this route needs a management key (the operator creates one with "management": true); an inference API key cannot manage keys');
   }
   return key;
 }

@@ -1,6 +1,6 @@
-import type { ChangeFeed } from '../events/change-feed.js';
+import type { Change, ChangeFeed } from '../events/change-feed.js';
 import { FeedCache } from '../events/feed-cache.js';
-import type { KeyPatch, KeyRecord, KeyUsage, Keys, NewKey } from './ledger.js';
+import type { KeyListing, KeyPatch, KeyRecord, KeyRotation, KeyUsage, Keys, NewKey } from './ledger.js';
 
 export interface CachedKeysOptions {
   /** Milliseconds on a clock that does not go back (the gateway's clock). */
@@ -14,52 +14,65 @@ export interface CachedKeysOptions {
 }
 
 /**
- * Keys with `findKey` cached: keys are read on every request. A change to a key made through any
- * process reaches this one through the change feed and drops the cached copy; unknown hashes are
- * cached too (so `createKey` publishes). While the feed is not live (changes from other processes
- * may be missed), nothing cached is used past `fallbackTtlMs`. A read that a change overtook is used
- * by its callers but not kept (see FeedCache).
+ * Keys with `findKey` and `keyHashOfSecret` cached: both are read on every request. A change to a key
+ * made through any process reaches this one through the change feed and drops the cached copy; unknown
+ * hashes are cached too (so `createKey` and `rotateKey` publish the new secret's hash as well). A
+ * secret's key never changes once issued, so whether a secret still authenticates (rotated, its key
+ * deleted) is read from the key itself, which the key's change drops. While the feed is not live
+ * (changes from other processes may be missed), nothing cached is used past `fallbackTtlMs`. A read
+ * that a change overtook is used by its callers but not kept (see FeedCache).
  *
  * Every write goes to the database first and is published after it, whatever its outcome: a write
  * that failed may still have landed.
  */
 export class CachedKeys implements Keys {
-  private readonly cache: FeedCache<KeyRecord | undefined>;
+  private readonly keys: FeedCache<KeyRecord | undefined>;
+  private readonly secrets: FeedCache<string | undefined>;
 
   constructor(
     private readonly inner: Keys,
     private readonly feed: ChangeFeed,
     options: CachedKeysOptions,
   ) {
-    this.cache = new FeedCache(feed, {
-      idOf: (c) => (c.kind === 'key' ? c.hash : undefined),
+    const cacheOptions = {
+      idOf: (c: Change) => (c.kind === 'key' ? c.hash : undefined),
       now: options.now,
       maxEntries: options.maxEntries ?? 10_000,
       liveTtlMs: options.liveTtlMs ?? 5_000,
       fallbackTtlMs: options.fallbackTtlMs ?? 1_000,
-    });
+    };
+    this.keys = new FeedCache(feed, cacheOptions);
+    this.secrets = new FeedCache(feed, cacheOptions);
   }
 
   async findKey(hash: string): Promise<KeyRecord | undefined> {
-    const key = await this.cache.get(hash, () => this.inner.findKey(hash));
+    const key = await this.keys.get(hash, () => this.inner.findKey(hash));
     // Callers get their own copy: the cached one is shared.
     return key && { ...key };
   }
 
+  keyHashOfSecret(secretHash: string): Promise<string | undefined> {
+    return this.secrets.get(secretHash, () => this.inner.keyHashOfSecret(secretHash));
+  }
+
   createKey(key: NewKey): Promise<KeyRecord> {
-    return this.changing(key.hash, () => this.inner.createKey(key));
+    return this.changing([key.hash, key.secretHash ?? key.hash], () => this.inner.createKey(key));
   }
 
-  updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined> {
-    return this.changing(hash, () => this.inner.updateKey(hash, patch));
+  updateKey(hash: string, patch: KeyPatch, at: number): Promise<KeyRecord | undefined> {
+    return this.changing([hash], () => this.inner.updateKey(hash, patch, at));
   }
 
-  deleteKey(hash: string): Promise<boolean> {
-    return this.changing(hash, () => this.inner.deleteKey(hash));
+  rotateKey(hash: string, rotation: KeyRotation): Promise<KeyRecord | undefined> {
+    return this.changing([hash, rotation.secretHash], () => this.inner.rotateKey(hash, rotation));
   }
 
-  listKeys(accountId: string): Promise<KeyRecord[]> {
-    return this.inner.listKeys(accountId);
+  deleteKey(hash: string, at: number): Promise<boolean> {
+    return this.changing([hash], () => this.inner.deleteKey(hash, at));
+  }
+
+  listKeys(accountId: string, listing?: KeyListing): Promise<KeyRecord[]> {
+    return this.inner.listKeys(accountId, listing);
   }
 
   keyUsage(hash: string, at: number): Promise<KeyUsage> {
@@ -68,14 +81,15 @@ export class CachedKeys implements Keys {
 
   /** Stops listening to the feed. */
   close(): void {
-    this.cache.close();
+    this.keys.close();
+    this.secrets.close();
   }
 
-  private async changing<T>(hash: string, write: () => Promise<T>): Promise<T> {
+  private async changing<T>(hashes: string[], write: () => Promise<T>): Promise<T> {
     try {
       return await write();
     } finally {
-      await this.feed.publish({ kind: 'key', hash });
+      for (const hash of new Set(hashes)) await this.feed.publish({ kind: 'key', hash });
     }
   }
 }

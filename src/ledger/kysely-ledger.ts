@@ -8,8 +8,11 @@ import type {
   Charge,
   CreditKind,
   Generation,
+  KeyListing,
   KeyPatch,
   KeyRecord,
+  KeyRotation,
+  KeySecret,
   KeyUsage,
   Ledger,
   LedgerUpdate,
@@ -61,7 +64,7 @@ function toAccount(row: Selectable<AccountsTable>): Account {
   };
 }
 
-function toKey(row: ApiKeysTable): KeyRecord {
+function toKey(row: ApiKeysTable, secrets: readonly KeySecret[]): KeyRecord {
   return {
     hash: row.hash,
     accountId: row.account_id,
@@ -73,8 +76,16 @@ function toKey(row: ApiKeysTable): KeyRecord {
     includeByokInLimit: bool(row.include_byok_in_limit),
     expiresAt: row.expires_at === null ? null : num(row.expires_at),
     createdAt: num(row.created_at),
+    updatedAt: row.updated_at === null ? null : num(row.updated_at),
+    management: bool(row.management),
+    secrets,
   };
 }
+
+const toSecret = (row: { secret_hash: string; valid_until: unknown }): KeySecret => ({
+  secretHash: row.secret_hash,
+  validUntil: row.valid_until === null ? null : num(row.valid_until),
+});
 
 function toGeneration(row: GenerationsTable): Generation {
   return {
@@ -308,58 +319,141 @@ export class KyselyLedger implements Ledger {
 
   async createKey(key: NewKey): Promise<KeyRecord> {
     await this.write(() =>
-      this.db
-        .insertInto('api_keys')
-        .values({
-          hash: key.hash,
-          account_id: key.accountId,
-          name: key.name,
-          label: key.label,
-          disabled: 0,
-          limit_amount: key.limit,
-          limit_reset: key.limitReset,
-          include_byok_in_limit: flag(key.includeByokInLimit),
-          expires_at: key.expiresAt,
-          created_at: key.createdAt,
-        })
-        .execute(),
+      this.db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('api_keys')
+          .values({
+            hash: key.hash,
+            account_id: key.accountId,
+            name: key.name,
+            label: key.label,
+            disabled: 0,
+            limit_amount: key.limit,
+            limit_reset: key.limitReset,
+            include_byok_in_limit: flag(key.includeByokInLimit),
+            expires_at: key.expiresAt,
+            created_at: key.createdAt,
+            updated_at: null,
+            deleted_at: null,
+            management: flag(key.management ?? false),
+          })
+          .execute();
+        await trx
+          .insertInto('key_secrets')
+          .values({ secret_hash: key.secretHash ?? key.hash, key_hash: key.hash, valid_until: null, created_at: key.createdAt })
+          .execute();
+      }),
     );
     return (await this.findKey(key.hash)) as KeyRecord;
   }
 
   /** Reads the key from the database every time: caching is CachedKeys's, which the change feed keeps fresh. */
   async findKey(hash: string): Promise<KeyRecord | undefined> {
-    const row = await this.read(() => this.db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst());
-    return row ? toKey(row) : undefined;
-  }
-
-  async listKeys(accountId: string): Promise<KeyRecord[]> {
+    // One statement: the key and its secrets as of one moment.
     const rows = await this.read(() =>
-      this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('hash').execute(),
+      this.db
+        .selectFrom('api_keys')
+        .leftJoin('key_secrets', 'key_secrets.key_hash', 'api_keys.hash')
+        .selectAll('api_keys')
+        .select(['key_secrets.secret_hash', 'key_secrets.valid_until'])
+        .where('api_keys.hash', '=', hash)
+        .where('api_keys.deleted_at', 'is', null)
+        .orderBy('key_secrets.created_at')
+        .execute(),
     );
-    return rows.map(toKey);
+    const first = rows[0];
+    if (!first) return undefined;
+    const secrets = rows.flatMap((r) => (r.secret_hash === null ? [] : [toSecret({ secret_hash: r.secret_hash, valid_until: r.valid_until })]));
+    return toKey(first, secrets);
   }
 
-  async updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined> {
+  async keyHashOfSecret(secretHash: string): Promise<string | undefined> {
+    const row = await this.read(() => this.db.selectFrom('key_secrets').select('key_hash').where('secret_hash', '=', secretHash).executeTakeFirst());
+    return row?.key_hash;
+  }
+
+  async listKeys(accountId: string, listing: KeyListing = {}): Promise<KeyRecord[]> {
+    let query = this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).where('deleted_at', 'is', null);
+    if (listing.includeDisabled === false) query = query.where('disabled', '=', 0);
+    if (listing.management !== undefined) query = query.where('management', '=', flag(listing.management));
+    query = query.orderBy('created_at').orderBy('hash');
+    if (listing.page) query = query.limit(listing.page.limit).offset(listing.page.offset);
+    const rows = await this.read(() => query.execute());
+    if (rows.length === 0) return [];
+    const secrets = await this.read(() =>
+      this.db
+        .selectFrom('key_secrets')
+        .select(['key_hash', 'secret_hash', 'valid_until'])
+        .where(
+          'key_hash',
+          'in',
+          rows.map((r) => r.hash),
+        )
+        .orderBy('created_at')
+        .execute(),
+    );
+    return rows.map((r) => toKey(r, secrets.filter((x) => x.key_hash === r.hash).map(toSecret)));
+  }
+
+  async updateKey(hash: string, patch: KeyPatch, at: number): Promise<KeyRecord | undefined> {
     const set: Partial<ApiKeysTable> = {};
     if (patch.name !== undefined) set.name = patch.name;
     if (patch.limit !== undefined) set.limit_amount = patch.limit;
     if (patch.limitReset !== undefined) set.limit_reset = patch.limitReset;
     if (patch.includeByokInLimit !== undefined) set.include_byok_in_limit = flag(patch.includeByokInLimit);
     if (patch.disabled !== undefined) set.disabled = flag(patch.disabled);
+    if (patch.expiresAt !== undefined) set.expires_at = patch.expiresAt;
     if (Object.keys(set).length > 0) {
-      await this.write(() => this.db.updateTable('api_keys').set(set).where('hash', '=', hash).execute());
+      set.updated_at = at;
+      await this.write(() => this.db.updateTable('api_keys').set(set).where('hash', '=', hash).where('deleted_at', 'is', null).execute());
     }
     return this.findKey(hash);
   }
 
-  async deleteKey(hash: string): Promise<boolean> {
-    await this.flush();
+  async rotateKey(hash: string, rotation: KeyRotation): Promise<KeyRecord | undefined> {
+    const rotated = await this.write(() =>
+      this.db.transaction().execute(async (trx) => {
+        const key = await trx
+          .updateTable('api_keys')
+          .set({ label: rotation.label, updated_at: rotation.at })
+          .where('hash', '=', hash)
+          .where('deleted_at', 'is', null)
+          .returning('hash')
+          .executeTakeFirst();
+        if (!key) return false;
+        // Every earlier secret stops at graceUntil at the latest (one due to stop sooner keeps its end);
+        // those whose time is over go.
+        const earlier = trx.deleteFrom('key_secrets').where('key_hash', '=', hash);
+        if (rotation.graceUntil <= rotation.at) await earlier.execute();
+        else {
+          await earlier.where('valid_until', '<=', rotation.at).execute();
+          await trx
+            .updateTable('key_secrets')
+            .set({ valid_until: rotation.graceUntil })
+            .where('key_hash', '=', hash)
+            .where((eb) => eb.or([eb('valid_until', 'is', null), eb('valid_until', '>', rotation.graceUntil)]))
+            .execute();
+        }
+        await trx.insertInto('key_secrets').values({ secret_hash: rotation.secretHash, key_hash: hash, valid_until: null, created_at: rotation.at }).execute();
+        return true;
+      }),
+    );
+    return rotated ? this.findKey(hash) : undefined;
+  }
+
+  async deleteKey(hash: string, at: number): Promise<boolean> {
+    // The key row and its usage stay (generations and reports name it); its secrets go.
     return this.write(() =>
       this.db.transaction().execute(async (trx) => {
-        await trx.deleteFrom('key_usage').where('key_hash', '=', hash).execute();
-        const res = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
-        return big(res.numDeletedRows) > 0n;
+        const res = await trx
+          .updateTable('api_keys')
+          .set({ deleted_at: at, updated_at: at })
+          .where('hash', '=', hash)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst();
+        if (big(res.numUpdatedRows) === 0n) return false;
+        await trx.deleteFrom('key_secrets').where('key_hash', '=', hash).execute();
+        return true;
       }),
     );
   }

@@ -28,6 +28,19 @@ export interface NewAccount {
   freeModelLimitsExempt: boolean;
 }
 
+/**
+ * A secret that authenticates as a key: its current one (`validUntil` null) or one replaced by a
+ * rotation, until `validUntil` (epoch ms) has passed. Only secrets' hashes are stored.
+ */
+export interface KeySecret {
+  secretHash: string;
+  validUntil: number | null;
+}
+
+/**
+ * An API key. `hash` is its public id (in answers, generations and key usage): the hash of the secret
+ * it was created with, and it stays the key's id when a rotation gives it new secrets.
+ */
 export interface KeyRecord {
   hash: string;
   accountId: string;
@@ -39,10 +52,18 @@ export interface KeyRecord {
   includeByokInLimit: boolean;
   expiresAt: number | null;
   createdAt: number;
+  /** null until the key is first changed. */
+  updatedAt: number | null;
+  /** A management key provisions its account's keys (CONTRACT §9) and is refused for inference. */
+  management: boolean;
+  /** The secrets that authenticate as it now, or did until lately (expired ones may linger). */
+  secrets: readonly KeySecret[];
 }
 
 export interface NewKey {
+  /** Public id; also the hash of the key's first secret unless `secretHash` says otherwise. */
   hash: string;
+  secretHash?: string;
   accountId: string;
   name: string;
   label: string;
@@ -51,9 +72,29 @@ export interface NewKey {
   includeByokInLimit: boolean;
   expiresAt: number | null;
   createdAt: number;
+  management?: boolean;
 }
 
-export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'disabled'>>;
+export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'disabled' | 'expiresAt'>>;
+
+/** A new secret for a key (`rotateKey`); the old ones authenticate until `graceUntil`. */
+export interface KeyRotation {
+  secretHash: string;
+  label: string;
+  at: number;
+  /** Epoch ms until which the key's earlier secrets still authenticate; `at` (or earlier) ends them at once. */
+  graceUntil: number;
+}
+
+/** Which of an account's keys `listKeys` answers, oldest first. */
+export interface KeyListing {
+  /** false: leave disabled keys out (default true). */
+  includeDisabled?: boolean;
+  /** true: only management keys; false: only inference keys; unset: both. */
+  management?: boolean;
+  /** One page: `limit` keys after the first `offset`. */
+  page?: { offset: number; limit: number };
+}
 
 /** Credits charged and BYOK list-price usage of one key, per period. */
 export interface UsageTotals {
@@ -133,13 +174,26 @@ export interface Accounts {
   addCredits(accountId: string, amount: Nano, kind: CreditKind, at: number): Promise<Account | undefined>;
 }
 
-/** API keys and the usage charged to them. */
+/**
+ * API keys and the usage charged to them. A deleted key is gone for every method here (it is not
+ * found, listed, changed or authenticated), but its generations and usage stay in the ledger.
+ */
 export interface Keys {
   createKey(key: NewKey): Promise<KeyRecord>;
+  /** A key by its public hash. */
   findKey(hash: string): Promise<KeyRecord | undefined>;
-  listKeys(accountId: string): Promise<KeyRecord[]>;
-  updateKey(hash: string, patch: KeyPatch): Promise<KeyRecord | undefined>;
-  deleteKey(hash: string): Promise<boolean>;
+  /**
+   * The public hash of the key a secret (by its hash) belongs to, or undefined for a secret never
+   * issued or no longer kept. It never changes once issued: whether the secret still authenticates is
+   * in the key's `secrets`.
+   */
+  keyHashOfSecret(secretHash: string): Promise<string | undefined>;
+  listKeys(accountId: string, listing?: KeyListing): Promise<KeyRecord[]>;
+  updateKey(hash: string, patch: KeyPatch, at: number): Promise<KeyRecord | undefined>;
+  /** Gives the key a new secret; its public hash, usage and limits stay. Undefined when there is no such key. */
+  rotateKey(hash: string, rotation: KeyRotation): Promise<KeyRecord | undefined>;
+  /** Soft delete: the key stops authenticating and is gone from lists; its usage and generations stay. */
+  deleteKey(hash: string, at: number): Promise<boolean>;
   /** The key's usage as committed to the ledger, per period of `at`. */
   keyUsage(hash: string, at: number): Promise<KeyUsage>;
 }

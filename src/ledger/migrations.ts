@@ -1,8 +1,11 @@
 import { Migrator, PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
 
-/** Migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL. */
-const migrations: Record<string, Migration> = {
+/**
+ * Migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL.
+ * Exported for tests that start from an older schema.
+ */
+export const migrations: Record<string, Migration> = {
   '0001_initial': {
     async up(db: Kysely<unknown>) {
       await db.schema
@@ -98,6 +101,33 @@ const migrations: Record<string, Migration> = {
         .alterTable('accounts')
         .addColumn('seq', 'bigint', (c) => c.notNull().defaultTo(0))
         .execute();
+    },
+  },
+  '0004_key_lifecycle': {
+    // Keys through their life (CONTRACT §9). A key's public hash (its id in answers, generations and
+    // key usage) and the hashes of the secrets that authenticate as it come apart, so that a rotation
+    // gives the key a new secret and keeps its id: key_secrets maps each secret's hash to its key, and
+    // a rotated-out secret authenticates until valid_until. Existing keys keep working: their one
+    // secret is the one their public hash was made from. Deleting a key marks it (deleted_at) instead
+    // of removing it, so that its generations and usage can still name it. management marks the
+    // management keys; updated_at is when the key was last changed.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .alterTable('api_keys')
+        .addColumn('management', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable('api_keys').addColumn('updated_at', 'bigint').execute();
+      await db.schema.alterTable('api_keys').addColumn('deleted_at', 'bigint').execute();
+      await db.schema
+        .createTable('key_secrets')
+        .addColumn('secret_hash', 'text', (c) => c.primaryKey())
+        .addColumn('key_hash', 'text', (c) => c.notNull().references('api_keys.hash'))
+        .addColumn('valid_until', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('key_secrets_key').on('key_secrets').column('key_hash').execute();
+      await sql`INSERT INTO key_secrets (secret_hash, key_hash, valid_until, created_at)
+        SELECT hash, hash, NULL, created_at FROM api_keys`.execute(db);
     },
   },
 };

@@ -33,6 +33,17 @@ export interface ApiKeysTable {
   include_byok_in_limit: Int;
   expires_at: Int | null;
   created_at: Int;
+  updated_at: Int | null;
+  deleted_at: Int | null;
+  management: Int;
+}
+
+/** The secrets (by hash) that authenticate as a key: its current one, and rotated ones until valid_until. */
+export interface KeySecretsTable {
+  secret_hash: string;
+  key_hash: string;
+  valid_until: Int | null;
+  created_at: Int;
 }
 
 export interface KeyUsageTable {
@@ -77,6 +88,7 @@ export interface Database {
   accounts: AccountsTable;
   credit_entries: CreditEntriesTable;
   api_keys: ApiKeysTable;
+  key_secrets: KeySecretsTable;
   key_usage: KeyUsageTable;
   byok_secrets: ByokSecretsTable;
   generations: GenerationsTable;

@@ -19,6 +19,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     scope.post('/api/v1/admin/accounts/:id/keys', async (req, reply) => reply.code(201).send(await admin.createKey(p(req).id as string, req.body)));
     scope.get('/api/v1/admin/accounts/:id/keys', async (req) => ({ data: await admin.listKeys(p(req).id as string) }));
     scope.patch('/api/v1/admin/keys/:hash', async (req) => ({ data: await admin.patchKey(p(req).hash as string, req.body) }));
+    scope.post('/api/v1/admin/keys/:hash/rotate', async (req) => admin.rotateKey(p(req).hash as string, req.body));
     scope.delete('/api/v1/admin/keys/:hash', async (req) => admin.deleteKey(p(req).hash as string));
     scope.put('/api/v1/admin/accounts/:id/byok/:provider', async (req, reply) => {
       await admin.putByok(p(req).id as string, p(req).provider as string, req.body);

@@ -31,11 +31,11 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
   // is a 401 whatever the body holds.
   const keys = new WeakMap<FastifyRequest, KeyRecord>();
   const onRequest = async (req: FastifyRequest) => {
-    keys.set(req, await authenticateKey(req, ledger, clock));
+    keys.set(req, await authenticateKey(req, ledger, clock, 'inference'));
   };
 
   app.post('/api/v1/chat/completions', { onRequest }, async (req, reply) => {
-    const key = keys.get(req) ?? (await authenticateKey(req, ledger, clock));
+    const key = keys.get(req) ?? (await authenticateKey(req, ledger, clock, 'inference'));
     // The access line (app.ts) names the key, the account and the model, and why a request failed.
     const log: Record<string, unknown> = { key_label: key.label, account: key.accountId, model: requestedModel(req.body) };
     req.logFields = log;

@@ -40,14 +40,14 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
   });
 
   app.get('/api/v1/key', async (req) => {
-    const key = await authenticateKey(req, ledger, clock);
+    const key = await authenticateKey(req, ledger, clock, 'either');
     const account = await accountOfKey(ledger, key);
     const [money, freeRequestsToday] = await Promise.all([deps.money.keyView(account.id, key.hash), deps.freeRequestsToday(account.id)]);
     return { data: keyStatusView(config, key, money.key, { ...account, balance: money.balance, totalUsage: money.totalUsage }, freeRequestsToday) };
   });
 
   app.get('/api/v1/credits', async (req) => {
-    const key = await authenticateKey(req, ledger, clock);
+    const key = await authenticateKey(req, ledger, clock, 'either');
     const account = await deps.money.account(await accountOfKey(ledger, key));
     return {
       data: {
@@ -63,7 +63,7 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
   });
 
   app.get('/api/v1/generation', async (req) => {
-    const key = await authenticateKey(req, ledger, clock);
+    const key = await authenticateKey(req, ledger, clock, 'either');
     const id = (req.query as Record<string, unknown>).id;
     if (typeof id !== 'string' || !id) throw new GatewayError('invalid_request', 'id: the query parameter "id" is required');
     const generation = await ledger.getGeneration(id);
