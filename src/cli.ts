@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { Command } from 'commander';
 import { bootstrapDemo } from './bootstrap-demo.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { isGatewayError } from './errors.js';
 import { readStoredSetting } from './ledger/stored-setting.js';
+import { backupLedger } from './ledger/backup.js';
 import { chargesInLog } from './ledger/charge-record.js';
+import { present } from './cli/present.js';
 import { startGateway, type Gateway } from './main.js';
 
 /** A database URL without its password, for messages. */
@@ -20,13 +23,24 @@ function fail(err: unknown): never {
   process.exit(isGatewayError(err) || err instanceof ConfigError ? 2 : 1);
 }
 
-/** Runs an admin verb against the ledger the config names, with the same code the admin API uses. */
-async function withGateway<T>(configFile: string | undefined, fn: (gw: Gateway) => Promise<T>): Promise<void> {
+/** Options every admin verb takes. */
+interface VerbOptions {
+  config?: string;
+  json?: boolean;
+}
+
+/**
+ * Runs an admin verb against the ledger the config names, with the same code the admin API uses, and
+ * prints its answer: for people (tables), or with --json as the admin API gives it.
+ */
+async function withGateway<T>(o: VerbOptions, fn: (gw: Gateway) => Promise<T>): Promise<void> {
   let gw: Gateway | undefined;
   try {
-    const config = loadConfig(configFile);
+    const config = loadConfig(o.config);
     gw = await startGateway({ ...config, log_level: 'error' }, { listen: false });
-    json(await fn(gw));
+    const answer = await fn(gw);
+    if (o.json) json(answer);
+    else out(present(answer));
   } catch (err) {
     fail(err);
   } finally {
@@ -34,13 +48,16 @@ async function withGateway<T>(configFile: string | undefined, fn: (gw: Gateway) 
   }
 }
 
-const program = new Command('tollgate').description('Self-hosted inference-routing gateway with OpenRouter-style usage limits');
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+const program = new Command('tollgate')
+  .description('Self-hosted inference-routing gateway with OpenRouter-style usage limits')
+  .version(version, '-V, --version', 'print the version');
 
 program
   .command('serve')
   .description('serve the gateway (embedded defaults without --config)')
   .option('-c, --config <file>', 'YAML config file')
-  .action(async (opts: { config?: string }) => {
+  .action(async (opts: { config?: string; json?: boolean }) => {
     let gw: Gateway;
     try {
       gw = await startGateway(loadConfig(opts.config));
@@ -68,6 +85,7 @@ program
   });
 
 const configOpt = ['-c, --config <file>', 'YAML config file (default: embedded)'] as const;
+const jsonOpt = ['--json', 'print the answer as JSON, as the admin API gives it (default: a table for people)'] as const;
 
 const accounts = program.command('accounts').description('manage accounts');
 accounts
@@ -77,14 +95,16 @@ accounts
   .option('--type <type>', 'prepaid | enterprise | subscription | invoice', 'prepaid')
   .option('--free-limits-exempt', 'exempt from free-model limits')
   .option(...configOpt)
-  .action((o: { name: string; type: string; freeLimitsExempt?: boolean; config?: string }) =>
-    withGateway(o.config, (gw) => gw.admin.createAccount({ name: o.name, type: o.type, free_model_limits_exempt: o.freeLimitsExempt ?? false })),
+  .option(...jsonOpt)
+  .action((o: { name: string; type: string; freeLimitsExempt?: boolean; config?: string; json?: boolean }) =>
+    withGateway(o, (gw) => gw.admin.createAccount({ name: o.name, type: o.type, free_model_limits_exempt: o.freeLimitsExempt ?? false })),
   );
 accounts
   .command('show <id>')
   .description('show an account: balance, purchases, usage and in-flight budget')
   .option(...configOpt)
-  .action((id: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.getAccount(id)));
+  .option(...jsonOpt)
+  .action((id: string, o: { config?: string; json?: boolean }) => withGateway(o, (gw) => gw.admin.getAccount(id)));
 
 const credits = program.command('credits').description('add credits');
 credits
@@ -92,8 +112,9 @@ credits
   .description('add credits to an account (a purchase, or an adjustment of either sign)')
   .option('--kind <kind>', 'purchase | adjustment', 'purchase')
   .option(...configOpt)
-  .action((account: string, amount: string, o: { kind: string; config?: string }) =>
-    withGateway(o.config, (gw) => gw.admin.addCredits(account, { amount: Number(amount), kind: o.kind })),
+  .option(...jsonOpt)
+  .action((account: string, amount: string, o: { kind: string; config?: string; json?: boolean }) =>
+    withGateway(o, (gw) => gw.admin.addCredits(account, { amount: Number(amount), kind: o.kind })),
   );
 
 /** A CLI value that may clear a setting: `none` is null. */
@@ -109,22 +130,25 @@ keys
   .option('--expires-at <iso>', 'when the key stops working, e.g. 2027-01-31T00:00:00Z')
   .option('--management', "a management key: manages the account's keys through /api/v1/keys, refused for inference")
   .option(...configOpt)
-  .action((account: string, o: { name?: string; limit?: string; limitReset?: string; expiresAt?: string; management?: boolean; config?: string }) =>
-    withGateway(o.config, (gw) =>
-      gw.admin.createKey(account, {
-        ...(o.name ? { name: o.name } : {}),
-        ...(o.limit ? { limit: Number(o.limit) } : {}),
-        ...(o.limitReset ? { limit_reset: o.limitReset } : {}),
-        ...(o.expiresAt ? { expires_at: o.expiresAt } : {}),
-        ...(o.management ? { management: true } : {}),
-      }),
-    ),
+  .option(...jsonOpt)
+  .action(
+    (account: string, o: { name?: string; limit?: string; limitReset?: string; expiresAt?: string; management?: boolean; config?: string; json?: boolean }) =>
+      withGateway(o, (gw) =>
+        gw.admin.createKey(account, {
+          ...(o.name ? { name: o.name } : {}),
+          ...(o.limit ? { limit: Number(o.limit) } : {}),
+          ...(o.limitReset ? { limit_reset: o.limitReset } : {}),
+          ...(o.expiresAt ? { expires_at: o.expiresAt } : {}),
+          ...(o.management ? { management: true } : {}),
+        }),
+      ),
   );
 keys
   .command('list <account>')
   .description("list the account's keys (deleted ones left out)")
   .option(...configOpt)
-  .action((account: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.listKeys(account)));
+  .option(...jsonOpt)
+  .action((account: string, o: { config?: string; json?: boolean }) => withGateway(o, (gw) => gw.admin.listKeys(account)));
 keys
   .command('update <hash>')
   .description("change a key's name, limit, limit reset or expiry (none clears a limit, reset or expiry)")
@@ -133,7 +157,8 @@ keys
   .option('--limit-reset <period>', 'daily | weekly | monthly, or none')
   .option('--expires-at <iso>', 'when the key stops working (e.g. 2027-01-31T00:00:00Z), or none')
   .option(...configOpt)
-  .action((hash: string, o: { name?: string; limit?: string; limitReset?: string; expiresAt?: string; config?: string }) => {
+  .option(...jsonOpt)
+  .action((hash: string, o: { name?: string; limit?: string; limitReset?: string; expiresAt?: string; config?: string; json?: boolean }) => {
     const patch = {
       ...(o.name !== undefined ? { name: o.name } : {}),
       ...(o.limit !== undefined ? { limit: orNone(o.limit, Number) } : {}),
@@ -141,15 +166,16 @@ keys
       ...(o.expiresAt !== undefined ? { expires_at: orNone(o.expiresAt, String) } : {}),
     };
     if (Object.keys(patch).length === 0) fail(new Error('keys update: nothing to change; give --name, --limit, --limit-reset or --expires-at'));
-    return withGateway(o.config, (gw) => gw.admin.patchKey(hash, patch));
+    return withGateway(o, (gw) => gw.admin.patchKey(hash, patch));
   });
 keys
   .command('rotate <hash>')
   .description('give the key a new secret and print it (shown once): same hash, usage and limits; the old secret stops after --grace seconds')
   .option('--grace <seconds>', 'how long the old secret keeps working (default 0: it stops at once; at most 30 days)')
   .option(...configOpt)
-  .action((hash: string, o: { grace?: string; config?: string }) =>
-    withGateway(o.config, (gw) => gw.admin.rotateKey(hash, o.grace === undefined ? {} : { grace_seconds: Number(o.grace) })),
+  .option(...jsonOpt)
+  .action((hash: string, o: { grace?: string; config?: string; json?: boolean }) =>
+    withGateway(o, (gw) => gw.admin.rotateKey(hash, o.grace === undefined ? {} : { grace_seconds: Number(o.grace) })),
   );
 for (const [verb, disabled] of [
   ['disable', true],
@@ -159,13 +185,56 @@ for (const [verb, disabled] of [
     .command(`${verb} <hash>`)
     .description(disabled ? 'disable a key (requests with it get 401 until it is enabled)' : 'enable a disabled key')
     .option(...configOpt)
-    .action((hash: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.patchKey(hash, { disabled })));
+    .option(...jsonOpt)
+    .action((hash: string, o: { config?: string; json?: boolean }) => withGateway(o, (gw) => gw.admin.patchKey(hash, { disabled })));
 }
 keys
   .command('delete <hash>')
   .description('delete a key: it stops working and leaves lists; its usage and generations stay')
   .option(...configOpt)
-  .action((hash: string, o: { config?: string }) => withGateway(o.config, (gw) => gw.admin.deleteKey(hash)));
+  .option(...jsonOpt)
+  .action((hash: string, o: { config?: string; json?: boolean }) => withGateway(o, (gw) => gw.admin.deleteKey(hash)));
+
+const byok = program.command('byok').description("accounts' own provider keys (BYOK), stored encrypted");
+byok
+  .command('set <account> <provider>')
+  .description("store the account's own key for a provider (read from --key-file or standard input, never from the command line)")
+  .option('--key-file <file>', 'a file holding the provider key (default: standard input)')
+  .option(...configOpt)
+  .option(...jsonOpt)
+  .action((account: string, provider: string, o: { keyFile?: string; config?: string; json?: boolean }) =>
+    withGateway(o, async (gw) => {
+      const apiKey = readFileSync(o.keyFile ?? 0, 'utf8').trim();
+      await gw.admin.putByok(account, provider, { api_key: apiKey });
+      return { account, provider, stored: true };
+    }),
+  );
+byok
+  .command('delete <account> <provider>')
+  .description("remove the account's own key for a provider (its requests go back to the platform's key)")
+  .option(...configOpt)
+  .option(...jsonOpt)
+  .action((account: string, provider: string, o: { config?: string; json?: boolean }) =>
+    withGateway(o, async (gw) => {
+      await gw.admin.deleteByok(account, provider);
+      return { account, provider, deleted: true };
+    }),
+  );
+
+program
+  .command('backup <file>')
+  .description("copy the SQLite ledger to a new file while the gateway runs (SQLite's online backup; for PostgreSQL use pg_dump)")
+  .option(...configOpt)
+  .option(...jsonOpt)
+  .action(async (file: string, o: { config?: string; json?: boolean }) => {
+    try {
+      const result = await backupLedger(loadConfig(o.config).database_url, file);
+      if (o.json) json(result);
+      else out(`backed up the ledger to ${result.file} (${result.pages} pages)`);
+    } catch (err) {
+      fail(err);
+    }
+  });
 
 program
   .command('ledger')
@@ -173,8 +242,9 @@ program
   .command('replay <logfile>')
   .description('write the charges a shutdown logged as "unwritten charge" lines (each at most once)')
   .option(...configOpt)
-  .action((logfile: string, o: { config?: string }) =>
-    withGateway(o.config, async (gw) => {
+  .option(...jsonOpt)
+  .action((logfile: string, o: { config?: string; json?: boolean }) =>
+    withGateway(o, async (gw) => {
       const charges = chargesInLog(readFileSync(logfile, 'utf8'));
       // A generation already in the ledger is not charged again, so a replay can be repeated safely.
       for (const c of charges) void gw.ledger.charge(c);
@@ -187,7 +257,7 @@ program
   .command('admin-token')
   .description('print the admin token: the configured one, or the one stored on first start (never creates one)')
   .option(...configOpt)
-  .action(async (o: { config?: string }) => {
+  .action(async (o: { config?: string; json?: boolean }) => {
     try {
       const config = loadConfig(o.config);
       const token = config.admin_token ?? (await readStoredSetting(config.database_url, 'admin_token'));

@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -30,9 +30,16 @@ ${extra}`,
 }
 
 const env = { ...process.env, CLI_TEST_ADMIN: ADMIN };
+/** Runs an admin verb with --json and reads its answer. */
 async function cli(...args: string[]): Promise<any> {
-  const { stdout } = await run(process.execPath, [CLI, ...args], { env });
+  const { stdout } = await run(process.execPath, [CLI, ...args, ...(args[0] === 'admin-token' ? [] : ['--json'])], { env });
   return JSON.parse(stdout);
+}
+
+/** Runs a verb as a person would (no --json) and answers what it printed. */
+async function cliText(...args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, [CLI, ...args], { env });
+  return stdout;
 }
 
 /** Starts `tollgate serve` and resolves with its base URL once it prints that it listens. */
@@ -89,6 +96,63 @@ describe('the tollgate command', () => {
       (e: { stderr: string }) => e,
     );
     expect((err as { stderr: string }).stderr).toMatch(/amount: must have at most 9 decimals/);
+  });
+
+  it('issue 10: prints tables for people by default, and JSON with --json', { timeout: 60_000 }, async () => {
+    const shown = await cliText('accounts', 'show', accountId, '--config', config);
+    expect(shown).toMatch(new RegExp(`^id\\s+${accountId}$`, 'm'));
+    expect(shown).toMatch(/^balance\s+2\.5$/m);
+    const listed = await cliText('keys', 'list', accountId, '--config', config);
+    const [header, ...rows] = listed.trim().split('\n');
+    expect(header).toMatch(/^HASH\s+NAME\s+LABEL/);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toContain('k1');
+    const created = await cliText('keys', 'create', accountId, '--name', 'shown-once', '--config', config);
+    expect(created).toMatch(/^key \(shown once, store it now\): sk-tg-v1-[0-9a-f]+$/m);
+    expect(() => JSON.parse(shown)).toThrow();
+  });
+
+  it('issue 10: --version prints the version of package.json', async () => {
+    const { stdout } = await run(process.execPath, [CLI, '--version'], { env });
+    const pkg = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as { version: string };
+    expect(stdout.trim()).toBe(pkg.version);
+  });
+
+  it('issue 10: byok set reads the key from a file or standard input, stores it sealed, and byok delete removes it', { timeout: 60_000 }, async () => {
+    const secret = 'sk-provider-secret-0123456789';
+    const keyFile = join(dir, 'provider.key');
+    writeFileSync(keyFile, `${secret}\n`);
+    expect(await cli('byok', 'set', accountId, 'demo', '--key-file', keyFile, '--config', config)).toEqual({
+      account: accountId,
+      provider: 'demo',
+      stored: true,
+    });
+    const stored = () => {
+      const db = new Database(join(dir, 'ledger.db'), { readonly: true });
+      try {
+        return db.prepare('select provider, ciphertext from byok_secrets where account_id = ?').all(accountId) as Array<{
+          provider: string;
+          ciphertext: string;
+        }>;
+      } finally {
+        db.close();
+      }
+    };
+    expect(stored()).toHaveLength(1);
+    const first = stored()[0];
+    expect(first?.ciphertext).not.toContain(secret);
+    // From standard input, as `tollgate byok set … < file` or a pipe.
+    await new Promise<void>((resolve, reject) => {
+      const child = execFile(process.execPath, [CLI, 'byok', 'set', accountId, 'demo', '--config', config, '--json'], { env }, (err) =>
+        err ? reject(err) : resolve(),
+      );
+      child.stdin?.end(`${secret}-2\n`);
+    });
+    // Replaced: still one key for the provider, sealed anew.
+    expect(stored()).toHaveLength(1);
+    expect(stored()[0]?.ciphertext).not.toBe(first?.ciphertext);
+    expect(await cli('byok', 'delete', accountId, 'demo', '--config', config)).toEqual({ account: accountId, provider: 'demo', deleted: true });
+    expect(stored()).toEqual([]);
   });
 
   let rotated: { old: string; current: string };
@@ -177,7 +241,38 @@ describe('the tollgate command', () => {
       expect(await status(rotated.old)).toBe(401);
     });
 
+    it('issue 10: backup copies the live ledger (WAL and all) into a file that opens with every generation in it', { timeout: 60_000 }, async () => {
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${server.base}/api/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'demo/echo', messages: [{ role: 'user', content: `hi ${i}` }] }),
+        });
+        expect(res.status).toBe(200);
+      }
+      const file = join(dir, 'backup.db');
+      expect(await cliText('backup', file, '--config', config)).toMatch(/^backed up the ledger to .*backup\.db \(\d+ pages\)$/m);
+      const count = (path: string) => {
+        const db = new Database(path, { readonly: true });
+        try {
+          return (db.prepare('select count(*) as n from generations').get() as { n: number }).n;
+        } finally {
+          db.close();
+        }
+      };
+      expect(count(file)).toBe(count(join(dir, 'ledger.db')));
+      expect(count(file)).toBeGreaterThanOrEqual(3);
+      // An existing file is never overwritten; a PostgreSQL ledger is pointed at pg_dump.
+      const again = await run(process.execPath, [CLI, 'backup', file, '--config', config], { env }).catch((e: { code: number; stderr: string }) => e);
+      expect((again as { stderr: string }).stderr).toMatch(/exists already/);
+      const pgConfig = join(dir, 'pg.yaml');
+      writeFileSync(pgConfig, 'database_url: postgres://nobody@127.0.0.1:1/none\n');
+      const pg = await run(process.execPath, [CLI, 'backup', join(dir, 'pg.db'), '--config', pgConfig], { env }).catch((e: { stderr: string }) => e);
+      expect((pg as { stderr: string }).stderr).toMatch(/pg_dump/);
+    });
+
     it('on SIGTERM lets a running stream finish, settles its charge and exits 0', async () => {
+      const before = (await cli('accounts', 'show', accountId, '--config', config)).total_usage as number;
       const res = await fetch(`${server.base}/api/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -192,7 +287,7 @@ describe('the tollgate command', () => {
       expect(cost).toBeGreaterThan(0);
       expect(await exited).toBe(0);
       const account = await cli('accounts', 'show', accountId, '--config', config);
-      expect(account.total_usage).toBe(cost);
+      expect(Math.round((account.total_usage - before) * 1e9)).toBe(Math.round(cost * 1e9));
       expect(server.output()).not.toContain(ADMIN);
       expect(server.output()).not.toContain(key);
     });
