@@ -8,7 +8,7 @@ import { isGatewayError } from './errors.js';
 import { readStoredSetting } from './ledger/stored-setting.js';
 import { backupLedger } from './ledger/backup.js';
 import { chargesInLog } from './ledger/charge-record.js';
-import { present } from './cli/present.js';
+import { csv, present } from './cli/present.js';
 import { startGateway, type Gateway } from './main.js';
 
 /** A database URL without its password, for messages. */
@@ -22,6 +22,15 @@ function fail(err: unknown): never {
   else process.stderr.write(`tollgate: ${(err as Error)?.message ?? String(err)}\n`);
   process.exit(isGatewayError(err) || err instanceof ConfigError ? 2 : 1);
 }
+
+/** Text printed as it is (CSV), not as a table. */
+class CsvText {
+  constructor(readonly text: string) {}
+}
+
+/** The fields that were given (a query from CLI options). */
+const definedOnly = (o: Record<string, string | undefined>): Record<string, string> =>
+  Object.fromEntries(Object.entries(o).filter((e): e is [string, string] => e[1] !== undefined));
 
 /** Options every admin verb takes. */
 interface VerbOptions {
@@ -39,7 +48,8 @@ async function withGateway<T>(o: VerbOptions, fn: (gw: Gateway) => Promise<T>): 
     const config = loadConfig(o.config);
     gw = await startGateway({ ...config, log_level: 'error' }, { listen: false });
     const answer = await fn(gw);
-    if (o.json) json(answer);
+    if (answer instanceof CsvText) out(answer.text);
+    else if (o.json) json(answer);
     else out(present(answer));
   } catch (err) {
     fail(err);
@@ -98,6 +108,20 @@ accounts
   .option(...jsonOpt)
   .action((o: { name: string; type: string; freeLimitsExempt?: boolean; config?: string; json?: boolean }) =>
     withGateway(o, (gw) => gw.admin.createAccount({ name: o.name, type: o.type, free_model_limits_exempt: o.freeLimitsExempt ?? false })),
+  );
+accounts
+  .command('list')
+  .description('list accounts, oldest first (--search matches names)')
+  .option('--search <text>', 'only accounts whose name contains this (case-insensitive)')
+  .option('--offset <n>', 'skip this many')
+  .option('--limit <n>', 'at most this many (default 50, at most 200)')
+  .option(...configOpt)
+  .option(...jsonOpt)
+  .action((o: { search?: string; offset?: string; limit?: string; config?: string; json?: boolean }) =>
+    withGateway(o, async (gw) => {
+      const page = await gw.reports.accounts(definedOnly({ search: o.search, offset: o.offset, limit: o.limit }));
+      return o.json ? page : page.data;
+    }),
   );
 accounts
   .command('show <id>')
@@ -218,6 +242,46 @@ byok
     withGateway(o, async (gw) => {
       await gw.admin.deleteByok(account, provider);
       return { account, provider, deleted: true };
+    }),
+  );
+
+program
+  .command('generations <account>')
+  .description("an account's generations, newest first (model, provider, tokens, cost, status)")
+  .option('--key <hash>', 'only this key')
+  .option('--model <id>', 'only this model')
+  .option('--status <status>', 'completed | cancelled | error')
+  .option('--from <time>', 'from this time (ISO 8601 date or date-time)')
+  .option('--to <time>', 'before this time')
+  .option('--offset <n>', 'skip this many')
+  .option('--limit <n>', 'at most this many (default 50, at most 500)')
+  .option(...configOpt)
+  .option(...jsonOpt)
+  .action((account: string, o: Record<string, string | undefined> & { config?: string; json?: boolean }) =>
+    withGateway(o, async (gw) => {
+      const { config: _c, json: _j, ...query } = o;
+      const page = await gw.reports.generations(account, definedOnly(query));
+      return o.json ? page : page.data;
+    }),
+  );
+
+program
+  .command('report')
+  .description('spend, requests and tokens per day (or hour) and per key, model, provider or account, from the rollups')
+  .option('--from <time>', 'from this time (ISO 8601; default 30 days ago)')
+  .option('--to <time>', 'up to this time (default now)')
+  .option('--bucket <bucket>', 'day | hour', 'day')
+  .option('--by <dimensions>', 'comma-separated: account, key, model, provider', 'model')
+  .option('--account <id>', 'only this account')
+  .option('--key <hash>', 'only this key')
+  .option('--csv', 'print CSV (for a spreadsheet)')
+  .option(...configOpt)
+  .option(...jsonOpt)
+  .action((o: { from?: string; to?: string; bucket: string; by: string; account?: string; key?: string; csv?: boolean; config?: string; json?: boolean }) =>
+    withGateway(o.csv ? { ...o, json: false } : o, async (gw) => {
+      const report = await gw.reports.spend(definedOnly({ from: o.from, to: o.to, bucket: o.bucket, by: o.by, account: o.account, key: o.key }));
+      if (o.csv) return new CsvText(csv(report.data));
+      return o.json ? report : report.data;
     }),
   );
 

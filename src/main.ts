@@ -8,6 +8,7 @@ import { FreeModelLimits } from './admission/free-limits.js';
 import { AdminService } from './admin/admin-service.js';
 import { KeyService } from './admin/key-service.js';
 import { ManagementService } from './admin/management-service.js';
+import { ReportService } from './admin/report-service.js';
 import { ChatService } from './chat/chat-service.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
@@ -64,6 +65,8 @@ export interface Gateway {
   /** The ledger itself, without the caches: its writes are not published on the change feed (admin work goes through `admin`). */
   ledger: Ledger;
   admin: AdminService;
+  /** Spend reports and lists, as the admin API answers them. */
+  reports: ReportService;
   adminToken: string;
   /** Set when the admin token was generated on this start (first start without admin_token). */
   generatedAdminToken: boolean;
@@ -201,7 +204,16 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const keys = new CachedKeys(ledger, feed, { now, liveTtlMs });
   const accounts = new CachedAccounts(ledger, feed, { now });
   // Money is never read from these caches: admission and the views take it from the hold store.
-  const cachedLedger = ledgerFromRoles({ accounts, keys, byokSecrets: ledger, charges: ledger, generations: ledger, settings: ledger, health: ledger });
+  const cachedLedger = ledgerFromRoles({
+    accounts,
+    keys,
+    byokSecrets: ledger,
+    charges: ledger,
+    generations: ledger,
+    settings: ledger,
+    health: ledger,
+    reports: ledger,
+  });
 
   const metrics = new PromMetrics();
   const providers = buildProviders(config, clock);
@@ -225,6 +237,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const keyService = new KeyService(cachedLedger, clock);
   const admin = new AdminService(cachedLedger, keyService, vault, clock, config, admission, money);
   const management = new ManagementService(cachedLedger, keyService, money);
+  const reports = new ReportService(cachedLedger, clock);
   const chat = new ChatService({
     config,
     catalog,
@@ -249,6 +262,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     chat,
     admin,
     management,
+    reports,
     adminToken: adminToken.value,
     inflight,
     ddos,
@@ -310,5 +324,5 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     return closing;
   };
 
-  return { app, config, ledger, admin, adminToken: adminToken.value, generatedAdminToken: adminToken.created, url, close };
+  return { app, config, ledger, admin, reports, adminToken: adminToken.value, generatedAdminToken: adminToken.created, url, close };
 }

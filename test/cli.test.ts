@@ -292,6 +292,34 @@ describe('the tollgate command', () => {
       expect(server.output()).not.toContain(key);
     });
   });
+
+  it('issue 10: accounts list, generations and report (table, --json and --csv) read what was served', { timeout: 60_000 }, async () => {
+    const listed = await cli('accounts', 'list', '--search', 'CL', '--config', config);
+    expect(listed.total).toBeGreaterThanOrEqual(1);
+    expect(listed.data.map((a: { id: string }) => a.id)).toContain(accountId);
+    expect(await cliText('accounts', 'list', '--config', config)).toMatch(/^ID\s+NAME\s+TYPE\s+BALANCE/m);
+
+    const gens = await cli('generations', accountId, '--status', 'completed', '--config', config);
+    expect(gens.data.length).toBeGreaterThanOrEqual(3);
+    expect(gens.data[0]).toMatchObject({ model: 'demo/echo', provider: 'demo', status: 'completed' });
+    expect(await cliText('generations', accountId, '--limit', '1', '--config', config)).toMatch(/^ID\s+KEY_HASH\s+MODEL/m);
+
+    const report = await cli('report', '--account', accountId, '--by', 'key,model', '--config', config);
+    expect(report.bucket).toBe('day');
+    const requests = report.data.reduce((n: number, r: { requests: number }) => n + r.requests, 0);
+    expect(requests).toBe(gens.data.length);
+    const account = await cli('accounts', 'show', accountId, '--config', config);
+    const cost = report.data.reduce((n: number, r: { cost: number }) => n + Math.round(r.cost * 1e9), 0);
+    expect(cost).toBe(Math.round(account.total_usage * 1e9));
+    const text = await cliText('report', '--account', accountId, '--by', 'model', '--csv', '--config', config);
+    const [header, ...rows] = text.trim().split('\n');
+    expect(header).toBe('start,model,requests,cost,byok_usage,prompt_tokens,completion_tokens');
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    expect(rows[0]).toMatch(/^\d{4}-\d{2}-\d{2}T00:00:00\.000Z,demo\/echo,\d+,/);
+    const bad = await run(process.execPath, [CLI, 'report', '--by', 'colour', '--config', config], { env }).catch((e: { code: number; stderr: string }) => e);
+    expect((bad as { code: number }).code).toBe(2);
+    expect((bad as { stderr: string }).stderr).toMatch(/by\.0: each must be one of account, key, model, provider/);
+  });
 });
 
 describe('issue 7 item 10d: tollgate admin-token prints and never writes', () => {

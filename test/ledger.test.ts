@@ -352,7 +352,13 @@ for (const target of databaseTargets) {
       try {
         await Promise.all(dbs.map((d) => migrateToLatest(d)));
         const ran = await sql<{ name: string }>`select name from tollgate_migrations order by name`.execute(dbs[0]!);
-        expect(ran.rows.map((r) => r.name)).toEqual(['0001_initial', '0002_generation_usage_source', '0003_account_seq', '0004_key_lifecycle']);
+        expect(ran.rows.map((r) => r.name)).toEqual([
+          '0001_initial',
+          '0002_generation_usage_source',
+          '0003_account_seq',
+          '0004_key_lifecycle',
+          '0005_spend_rollups',
+        ]);
         const l = new KyselyLedger(dbs[1]!);
         const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
         expect((await new KyselyLedger(dbs[2]!).getAccount(a.id))?.balance).toBe(0n);

@@ -1,6 +1,6 @@
 import type { Config } from '../config/schema.js';
 import { limitRemaining } from '../ledger/key-limit.js';
-import type { Account, KeyRecord, KeyUsage } from '../ledger/ledger.js';
+import type { Account, Generation, KeyRecord, KeyUsage } from '../ledger/ledger.js';
 import { freeDailyLimit, isFreeTier } from '../admission/free-limits.js';
 import { creditsToJson } from '../ledger/money.js';
 
@@ -106,5 +106,27 @@ export function keyStatusView(config: Config, k: KeyRecord, usage: KeyUsage, acc
     workspace_id: null,
     allowed_data_regions: ['global'],
     rate_limit: { requests: -1, interval: '10s', note: 'deprecated' },
+  };
+}
+
+/** A generation as the operator's reports list it. */
+export function generationAdminView(g: Generation) {
+  return {
+    id: g.id,
+    key_hash: g.keyHash,
+    model: g.model,
+    provider: g.provider,
+    status: g.cancelled ? 'cancelled' : g.finishReason === 'error' ? 'error' : 'completed',
+    finish_reason: g.finishReason,
+    tokens_prompt: g.tokensPrompt,
+    tokens_completion: g.tokensCompletion,
+    total_cost: creditsToJson(g.totalCost),
+    byok_usage: creditsToJson(g.byokUsage),
+    is_byok: g.isByok,
+    streamed: g.streamed,
+    cancelled: g.cancelled,
+    usage_source: g.usageSource,
+    latency_ms: g.latencyMs,
+    created_at: new Date(g.createdAt).toISOString(),
   };
 }

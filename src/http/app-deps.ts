@@ -1,5 +1,6 @@
 import type { AdminService } from '../admin/admin-service.js';
 import type { ManagementService } from '../admin/management-service.js';
+import type { ReportService } from '../admin/report-service.js';
 import type { AccountMoney } from '../admission/account-money.js';
 import type { DdosGuard } from '../admission/ddos-guard.js';
 import type { ChatService } from '../chat/chat-service.js';
@@ -23,6 +24,8 @@ export interface AppDeps {
   admin: AdminService;
   /** The self-service management API's work (CONTRACT §9). */
   management: ManagementService;
+  /** Spend reports and activity, read from the ledger's rollups. */
+  reports: ReportService;
   adminToken: string;
   inflight: Inflight;
   ddos: DdosGuard;

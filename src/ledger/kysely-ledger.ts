@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql, type ControlledTransaction, type Kysely, type Selectable } from 'kysely';
 import { commitUpdates } from './commit-updates.js';
+import { listAccounts, listGenerations, spend } from './report-queries.js';
+import { addRollups, rollupDeltas } from './spend-rollups.js';
 import type {
   Account,
+  AccountQuery,
   AccountSnapshot,
   AccountType,
   Charge,
   CreditKind,
   Generation,
+  GenerationQuery,
   KeyListing,
   KeyPatch,
   KeyRecord,
@@ -18,6 +22,8 @@ import type {
   LedgerUpdate,
   NewAccount,
   NewKey,
+  SpendQuery,
+  SpendRow,
   UsageTotals,
 } from './ledger.js';
 import type { Nano } from './money.js';
@@ -694,6 +700,8 @@ export class KyselyLedger implements Ledger {
           .execute();
         keyRows.push(...written);
       }
+      // The spend rollups that reports read, in the same transaction as the charges.
+      await addRollups(trx, rollupDeltas(sorted, inserted));
       // Charges recorded by an earlier COMMIT whose answer was lost moved nothing now: their accounts
       // and keys are read as they stand, so that what this commit reports covers every charge in it.
       const unmoved = [...new Set(sorted.filter((c) => !inserted.has(c.id)).map((c) => c.accountId))].filter((id) => !snapshots.has(id));
@@ -720,6 +728,18 @@ export class KyselyLedger implements Ledger {
     }
     batch.forEach((c) => this.unpend(c));
     this.options.onCommitted?.(updates);
+  }
+
+  listAccounts(query: AccountQuery): Promise<{ accounts: Account[]; total: number }> {
+    return this.read(() => listAccounts(this.db, query));
+  }
+
+  listGenerations(query: GenerationQuery): Promise<Generation[]> {
+    return this.read(() => listGenerations(this.db, query));
+  }
+
+  spend(query: SpendQuery): Promise<SpendRow[]> {
+    return this.read(() => spend(this.db, query));
   }
 
   async getGeneration(id: string): Promise<Generation | undefined> {

@@ -1,4 +1,4 @@
-import type { Accounts, ByokSecrets, Charges, Generations, Keys, Ledger, LedgerHealth, Settings } from './ledger.js';
+import type { Accounts, ByokSecrets, Charges, Generations, Keys, Ledger, LedgerHealth, Reports, Settings } from './ledger.js';
 
 export interface LedgerRoles {
   accounts: Accounts;
@@ -8,6 +8,7 @@ export interface LedgerRoles {
   generations: Generations;
   settings: Settings;
   health: LedgerHealth;
+  reports: Reports;
 }
 
 /** One Ledger whose each role is served by the object given for it (a plain one, or a cache around it). */
@@ -37,5 +38,8 @@ export function ledgerFromRoles(r: LedgerRoles): Ledger {
     setSetting: (name, value) => r.settings.setSetting(name, value),
     settingOrCreate: (name, make) => r.settings.settingOrCreate(name, make),
     ping: () => r.health.ping(),
+    listAccounts: (query) => r.reports.listAccounts(query),
+    listGenerations: (query) => r.reports.listGenerations(query),
+    spend: (query) => r.reports.spend(query),
   };
 }

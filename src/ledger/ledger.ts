@@ -245,10 +245,67 @@ export interface Settings {
   settingOrCreate(name: string, make: () => string): Promise<{ value: string; created: boolean }>;
 }
 
+/** A page of accounts, oldest first; `search` matches names, case-insensitively. */
+export interface AccountQuery {
+  search?: string;
+  offset: number;
+  limit: number;
+}
+
+/** How a generation ended: completed (a finish reason other than "error"), cancelled (the client left), or error. */
+export type GenerationStatus = 'completed' | 'cancelled' | 'error';
+
+/** A page of an account's generations, newest first, within [from, to) epoch ms. */
+export interface GenerationQuery {
+  accountId: string;
+  keyHash?: string;
+  model?: string;
+  status?: GenerationStatus;
+  from?: number;
+  to?: number;
+  offset: number;
+  limit: number;
+}
+
+/** What spend is grouped by besides time. */
+export type SpendDimension = 'account' | 'key' | 'model' | 'provider';
+
+/** Spend within [from, to) epoch ms (whole hours), per hour or UTC day and per the dimensions `by`. */
+export interface SpendQuery {
+  from: number;
+  to: number;
+  bucket: 'hour' | 'day';
+  by: readonly SpendDimension[];
+  accountId?: string;
+  keyHash?: string;
+}
+
+export interface SpendRow {
+  /** Start of the hour or UTC day, epoch ms. */
+  start: number;
+  /** The row's value of each dimension of the query's `by`. */
+  group: Partial<Record<SpendDimension, string>>;
+  requests: number;
+  cost: Nano;
+  byokUsage: Nano;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * Reports for operators and account owners, read from rollups the group commit keeps (spend per hour,
+ * account, key, model and provider), never from a scan of every generation.
+ */
+export interface Reports {
+  listAccounts(query: AccountQuery): Promise<{ accounts: Account[]; total: number }>;
+  listGenerations(query: GenerationQuery): Promise<Generation[]>;
+  spend(query: SpendQuery): Promise<SpendRow[]>;
+}
+
 export interface LedgerHealth {
   /** A cheap round trip to the database; rejects when it does not answer (readiness, CONTRACT §8). */
   ping(): Promise<void>;
 }
 
 /** The whole ledger, as main.ts builds it; every other caller takes only the roles it uses. */
-export type Ledger = Accounts & Keys & ByokSecrets & Charges & Generations & Settings & LedgerHealth;
+export type Ledger = Accounts & Keys & ByokSecrets & Charges & Generations & Settings & LedgerHealth & Reports;

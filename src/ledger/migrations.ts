@@ -130,6 +130,34 @@ export const migrations: Record<string, Migration> = {
         SELECT hash, hash, NULL, created_at FROM api_keys`.execute(db);
     },
   },
+  '0005_spend_rollups': {
+    // Spend per hour, account, key, model and provider, added to by every group commit in the same
+    // transaction as the charges (Reports read these, never a scan of generations); filled from the
+    // generations recorded before it. Generations get an index for an account's newest first.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('spend_hourly')
+        .addColumn('bucket', 'bigint', (c) => c.notNull())
+        .addColumn('account_id', 'text', (c) => c.notNull())
+        .addColumn('key_hash', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('requests', 'bigint', (c) => c.notNull())
+        .addColumn('cost', 'bigint', (c) => c.notNull())
+        .addColumn('byok_usage', 'bigint', (c) => c.notNull())
+        .addColumn('prompt_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('completion_tokens', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('spend_hourly_pk', ['bucket', 'account_id', 'key_hash', 'model', 'provider'])
+        .execute();
+      await db.schema.createIndex('spend_hourly_account').on('spend_hourly').columns(['account_id', 'bucket']).execute();
+      await db.schema.createIndex('generations_account_created').on('generations').columns(['account_id', 'created_at']).execute();
+      await sql`INSERT INTO spend_hourly (bucket, account_id, key_hash, model, provider, requests, cost, byok_usage, prompt_tokens, completion_tokens)
+        SELECT (created_at / 3600000) * 3600000, account_id, key_hash, model, provider,
+               COUNT(*), SUM(total_cost), SUM(byok_usage), SUM(tokens_prompt), SUM(tokens_completion)
+        FROM generations
+        GROUP BY (created_at / 3600000) * 3600000, account_id, key_hash, model, provider`.execute(db);
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

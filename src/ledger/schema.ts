@@ -79,6 +79,20 @@ export interface GenerationsTable {
   usage_source: string | null;
 }
 
+/** Spend per hour (`bucket`, epoch ms of its start), account, key, model and provider. */
+export interface SpendHourlyTable {
+  bucket: Int;
+  account_id: string;
+  key_hash: string;
+  model: string;
+  provider: string;
+  requests: Int;
+  cost: Int;
+  byok_usage: Int;
+  prompt_tokens: Int;
+  completion_tokens: Int;
+}
+
 export interface SettingsTable {
   name: string;
   value: string;
@@ -93,4 +107,5 @@ export interface Database {
   byok_secrets: ByokSecretsTable;
   generations: GenerationsTable;
   settings: SettingsTable;
+  spend_hourly: SpendHourlyTable;
 }

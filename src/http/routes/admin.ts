@@ -14,7 +14,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     scope.addHook('onRequest', guard);
 
     scope.post('/api/v1/admin/accounts', async (req, reply) => reply.code(201).send({ data: await admin.createAccount(req.body) }));
+    scope.get('/api/v1/admin/accounts', async (req) => deps.reports.accounts(req.query));
     scope.get('/api/v1/admin/accounts/:id', async (req) => ({ data: await admin.getAccount(p(req).id as string) }));
+    scope.get('/api/v1/admin/accounts/:id/generations', async (req) => deps.reports.generations(p(req).id as string, req.query));
+    scope.get('/api/v1/admin/reports/spend', async (req) => deps.reports.spend(req.query));
     scope.post('/api/v1/admin/accounts/:id/credits', async (req) => ({ data: await admin.addCredits(p(req).id as string, req.body) }));
     scope.post('/api/v1/admin/accounts/:id/keys', async (req, reply) => reply.code(201).send(await admin.createKey(p(req).id as string, req.body)));
     scope.get('/api/v1/admin/accounts/:id/keys', async (req) => ({ data: await admin.listKeys(p(req).id as string) }));

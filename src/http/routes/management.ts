@@ -24,5 +24,6 @@ export function registerManagementRoutes(app: FastifyInstance, deps: AppDeps): v
     scope.patch('/api/v1/keys/:hash', async (req) => management.update(owner(req), hash(req), req.body));
     scope.delete('/api/v1/keys/:hash', async (req) => management.delete(owner(req), hash(req)));
     scope.post('/api/v1/keys/:hash/rotate', async (req) => management.rotate(owner(req), hash(req), req.body));
+    scope.get('/api/v1/activity', async (req) => deps.reports.activity(owner(req), req.query));
   });
 }

@@ -1,0 +1,204 @@
+import { z } from 'zod';
+import type { Clock } from '../clock.js';
+import { invalidRequest, notFound } from '../errors.js';
+import type { Accounts, GenerationStatus, KeyRecord, Reports, SpendDimension, SpendRow } from '../ledger/ledger.js';
+import { creditsToJson } from '../ledger/money.js';
+import { parseInput } from './parse-input.js';
+import { accountView, generationAdminView } from './views.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+/** The longest range a report covers: hourly rows for 31 days, daily rows for 400. */
+const MAX_RANGE_MS = { hour: 31 * DAY_MS, day: 400 * DAY_MS } as const;
+/** Activity (CONTRACT §9) covers the last 30 UTC days, today included. */
+const ACTIVITY_DAYS = 30;
+
+const wholeNumber = (max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,9}$/, 'must be a whole number, 0 or more')
+    .transform(Number)
+    .refine((n) => n <= max, `must be at most ${max}`);
+const pageSize = (max: number) => wholeNumber(max).refine((n) => n >= 1, 'must be at least 1');
+
+/** A time in a query: ISO 8601 (a date, or a date-time with its offset) or epoch milliseconds. */
+const time = z
+  .string()
+  .transform((v, ctx) => {
+    const ms = /^\d{1,15}$/.test(v) ? Number(v) : /^\d{4}-\d{2}-\d{2}(T.*(Z|[+-]\d{2}:\d{2}))?$/.test(v) ? Date.parse(v) : NaN;
+    if (Number.isNaN(ms)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date (2026-01-31) or date-time with offset (2026-01-31T12:00:00Z), or epoch milliseconds' });
+      return z.NEVER;
+    }
+    return ms;
+  })
+  .optional();
+
+const accountsQuery = z.strictObject({
+  search: z.string().max(200, 'must be at most 200 characters').optional(),
+  offset: wholeNumber(1e9).optional(),
+  limit: pageSize(200).optional(),
+});
+
+const statuses = ['completed', 'cancelled', 'error'] as const satisfies readonly GenerationStatus[];
+const generationsQuery = z.strictObject({
+  key: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  status: z.enum(statuses, { error: `must be one of ${statuses.join(', ')}` }).optional(),
+  from: time,
+  to: time,
+  offset: wholeNumber(1e9).optional(),
+  limit: pageSize(500).optional(),
+});
+
+const dimensions = ['account', 'key', 'model', 'provider'] as const satisfies readonly SpendDimension[];
+const spendQuery = z.strictObject({
+  from: time,
+  to: time,
+  bucket: z.enum(['hour', 'day'], { error: 'must be hour or day' }).optional(),
+  by: z
+    .string()
+    .transform((v) => (v === '' ? [] : v.split(',').map((d) => d.trim())))
+    .pipe(z.array(z.enum(dimensions, { error: `each must be one of ${dimensions.join(', ')}` })))
+    .optional(),
+  account: z.string().min(1).optional(),
+  key: z.string().min(1).optional(),
+});
+
+const activityQuery = z.object({
+  date: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a UTC date, YYYY-MM-DD')
+    .optional(),
+  api_key_hash: z.string().min(1).optional(),
+  // The SDK's other parameters mean nothing here (one workspace an account).
+  user_id: z.string().optional(),
+  group_by: z.string().optional(),
+  workspace_id: z.string().optional(),
+});
+
+const floorTo = (ms: number, width: number) => Math.floor(ms / width) * width;
+const ceilTo = (ms: number, width: number) => Math.ceil(ms / width) * width;
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+function spendRowView(r: SpendRow) {
+  return {
+    start: new Date(r.start).toISOString(),
+    ...r.group,
+    requests: r.requests,
+    cost: creditsToJson(r.cost),
+    byok_usage: creditsToJson(r.byokUsage),
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+  };
+}
+
+/**
+ * Reports for the operator (accounts, generations, spend) and account owners' activity (CONTRACT
+ * §9), read from the ledger's rollups: a report never scans every generation.
+ */
+export class ReportService {
+  constructor(
+    private readonly ledger: Reports & Pick<Accounts, 'getAccount'>,
+    private readonly clock: Clock,
+  ) {}
+
+  /** GET /api/v1/admin/accounts?search=&offset=&limit=: accounts, oldest first, a page at a time. */
+  async accounts(query: unknown) {
+    const q = parseInput(accountsQuery, query);
+    const offset = q.offset ?? 0;
+    const limit = q.limit ?? 50;
+    const { accounts, total } = await this.ledger.listAccounts({ ...(q.search ? { search: q.search } : {}), offset, limit });
+    return { data: accounts.map(accountView), total, offset, limit };
+  }
+
+  /** GET /api/v1/admin/accounts/:id/generations: an account's generations, newest first, filtered, a page at a time. */
+  async generations(accountId: string, query: unknown) {
+    const q = parseInput(generationsQuery, query);
+    if (!(await this.ledger.getAccount(accountId))) throw notFound(`no account with id "${accountId}"`);
+    const offset = q.offset ?? 0;
+    const limit = q.limit ?? 50;
+    const rows = await this.ledger.listGenerations({
+      accountId,
+      offset,
+      limit,
+      ...(q.key ? { keyHash: q.key } : {}),
+      ...(q.model ? { model: q.model } : {}),
+      ...(q.status ? { status: q.status } : {}),
+      ...(q.from !== undefined ? { from: q.from } : {}),
+      ...(q.to !== undefined ? { to: q.to } : {}),
+    });
+    return { data: rows.map(generationAdminView), offset, limit };
+  }
+
+  /**
+   * GET /api/v1/admin/reports/spend?from=&to=&bucket=&by=&account=&key=: spend, requests and tokens
+   * per hour or UTC day and per account, key, model or provider (any of them, comma-separated).
+   * Defaults: the last 30 days by day and model. The range is widened to whole hours or days.
+   */
+  async spend(query: unknown) {
+    const q = parseInput(spendQuery, query);
+    const bucket = q.bucket ?? 'day';
+    const width = bucket === 'day' ? DAY_MS : HOUR_MS;
+    const now = this.clock.now();
+    const to = ceilTo(q.to ?? now + 1, width);
+    const from = floorTo(q.from ?? to - ACTIVITY_DAYS * DAY_MS, width);
+    if (from >= to) throw invalidRequest('from: must be before to', { field: 'from' });
+    if (to - from > MAX_RANGE_MS[bucket]) {
+      throw invalidRequest(`to: a report by ${bucket} covers at most ${MAX_RANGE_MS[bucket] / DAY_MS} days`, { field: 'to' });
+    }
+    const by: SpendDimension[] = [...new Set(q.by ?? (['model'] as const))];
+    const rows = await this.ledger.spend({
+      from,
+      to,
+      bucket,
+      by,
+      ...(q.account ? { accountId: q.account } : {}),
+      ...(q.key ? { keyHash: q.key } : {}),
+    });
+    return { data: rows.map(spendRowView), from: new Date(from).toISOString(), to: new Date(to).toISOString(), bucket, by };
+  }
+
+  /**
+   * GET /api/v1/activity?date=&api_key_hash= for a management key (CONTRACT §9): its account's spend
+   * per UTC day, model and provider over the last 30 days, in the SDK's ActivityItem shape.
+   */
+  async activity(owner: KeyRecord, query: unknown) {
+    const q = parseInput(activityQuery, query);
+    const today = floorTo(this.clock.now(), DAY_MS);
+    const first = today - (ACTIVITY_DAYS - 1) * DAY_MS;
+    let from = first;
+    let to = today + DAY_MS;
+    if (q.date) {
+      const day = Date.parse(`${q.date}T00:00:00Z`);
+      if (Number.isNaN(day) || day < first || day > today) {
+        throw invalidRequest('date: must be a UTC date within the last 30 days', { field: 'date' });
+      }
+      from = day;
+      to = day + DAY_MS;
+    }
+    const rows = await this.ledger.spend({
+      from,
+      to,
+      bucket: 'day',
+      by: ['model', 'provider'],
+      accountId: owner.accountId,
+      ...(q.api_key_hash ? { keyHash: q.api_key_hash } : {}),
+    });
+    return {
+      data: rows.map((r) => ({
+        date: isoDay(r.start),
+        model: r.group.model ?? '',
+        model_permaslug: r.group.model ?? '',
+        endpoint_id: `${r.group.provider ?? ''}/${r.group.model ?? ''}`,
+        provider_name: r.group.provider ?? '',
+        usage: creditsToJson(r.cost),
+        byok_usage_inference: creditsToJson(r.byokUsage),
+        requests: r.requests,
+        prompt_tokens: r.promptTokens,
+        completion_tokens: r.completionTokens,
+        reasoning_tokens: 0,
+      })),
+    };
+  }
+}
