@@ -39,6 +39,7 @@ const options = {
   deployments: { type: 'string', default: 'sqlite,postgres-redis' },
   'latency-s': { type: 'string', default: '3' },
   'latency-rounds': { type: 'string', default: '2' },
+  'settle-ms': { type: 'string', default: '150' },
   json: { type: 'string' },
   markdown: { type: 'boolean', default: false },
   profile: { type: 'string' },
@@ -119,6 +120,7 @@ const PROXIES = new Set(list('proxies', ['nginx', 'portkey', 'tollgate', 'free']
 const LATENCY_S = num('latency-s', { max: 600, integer: false });
 const LATENCY_ROUNDS = num('latency-rounds', { min: 1, max: 20 });
 const DEADLINE_S = opt['deadline-s'] === undefined ? 900 : num('deadline-s', { min: 1 });
+const SETTLE_MS = num('settle-ms', { max: 5000 });
 
 /** The targets for Tollgate's CPU per request, as a ratio to the bare pass-through. */
 const TARGETS = { sqlite: { json: 2, sse: 1.5 }, 'postgres-redis': { json: 4, sse: 3 } };
@@ -129,10 +131,10 @@ const LOAD_POOL = { connections: CONCURRENCY, headersTimeout: 10_000, bodyTimeou
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function measure(target, mode) {
-  await pause(150); // let deferred work of what ran before (charges, GC) finish outside the window
+  await pause(SETTLE_MS); // let deferred work of what ran before (charges, GC) finish outside the window
   const before = await target.cpu();
   const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS, CONCURRENCY);
-  await pause(150); // deferred work of the measured requests (group-committed charges) counts
+  await pause(SETTLE_MS); // deferred work of the measured requests (group-committed charges) counts
   const after = await target.cpu();
   return { cpuUs: after.us - before.us, procCpuUs: after.procUs - before.procUs, elapsedMs, latencies };
 }

@@ -113,8 +113,11 @@ export async function stopChild(child, graceMs = 12_000) {
     } catch {
       // already gone
     }
-    const timer = new Promise((resolve) => setTimeout(resolve, graceMs, 'timeout'));
-    if ((await Promise.race([exited, timer])) === 'timeout' && running(child)) {
+    let timer;
+    const timeout = new Promise((resolve) => (timer = setTimeout(resolve, graceMs, 'timeout')));
+    const outcome = await Promise.race([exited, timeout]);
+    clearTimeout(timer); // else it would keep this process alive for the rest of the grace period
+    if (outcome === 'timeout' && running(child)) {
       process.stderr.write(`bench: ${child.name} (pid ${child.pid}) ignored SIGTERM; killing it\n`);
       try {
         process.kill(child.pid, 'SIGKILL');
