@@ -3,9 +3,10 @@
 //
 // The fake upstream streams slowly (a chunk every --soak-chunk-ms, --soak-chunks of them, so a stream
 // lasts chunks × chunk-ms); --soak-streams clients each open a stream, read it to its end and open the
-// next one, until --soak-s seconds have passed (the clients start spread over one chunk interval, so the
-// chunks of different streams do not all arrive in the same millisecond). Then the open streams finish,
-// and the ledger check compares what Tollgate charged with the streams it served.
+// next one. The clients start spread over one stream's duration (the ramp), so that streams end and
+// new ones start at an even pace, not all in the same millisecond; from the end of the ramp all of them
+// stream for --soak-s seconds. Then the open streams finish, and the ledger check compares what
+// Tollgate charged with the streams it served.
 // Verdict against issue 9's targets: RSS under 300 MB and flat, event-loop delay p99 under 20 ms.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +20,7 @@ import { benchDir, root, startTollgate } from './targets.mjs';
 
 const RSS_TARGET_MB = 300;
 const ELD_TARGET_MS = 20;
-/** RSS growth over the steady part of the run (its last three quarters, second half against first) still called flat. */
+/** RSS growth over the steady part of the run (second half against first) still called flat. */
 const FLAT_GROWTH = 0.1;
 
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -46,7 +47,7 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
     throw new Error(`${streams} streams need about ${needFiles} open files per process; the limit here is ${limit} (raise it: ulimit -n ${needFiles})`);
   }
   const streamMs = chunks * chunkMs;
-  const perDeploymentS = seconds + streamMs / 1000 + 60;
+  const perDeploymentS = seconds + (2 * streamMs) / 1000 + 60; // ramp, full concurrency, the last streams, start and stop
   const deadline = setTimeout(
     () => {
       process.stderr.write('bench: over the soak deadline; stopping\n');
@@ -70,7 +71,8 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
     const upstreamUrl = `http://127.0.0.1:${up[1]}`;
     process.stdout.write(
       `Tollgate soak — ${new Date().toISOString()}, node ${process.version}\n` +
-        `${streams} concurrent slow streams (${chunks} chunks, one every ${chunkMs} ms: ${fmt(streamMs / 1000, 1)} s each) for ${seconds} s, ` +
+        `${streams} concurrent slow streams (${chunks} chunks, one every ${chunkMs} ms: ${fmt(streamMs / 1000, 1)} s each) for ${seconds} s ` +
+        `after a ${fmt(streamMs / 1000, 1)} s ramp, ` +
         `sampled every ${sampleS} s; targets: RSS < ${RSS_TARGET_MB} MB and flat, event-loop delay p99 < ${ELD_TARGET_MS} ms\n` +
         (pin ? `pinned: Tollgate on CPU ${pin.proxy}, load generator and fake upstream on CPU ${pin.others}\n` : 'not pinned to CPUs\n'),
     );
@@ -83,7 +85,7 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
           continue;
         }
       }
-      const report = await soakOne({ deployment, streams, seconds, chunkMs, sampleS, upstreamUrl, tmp, pin, stores, windowMs });
+      const report = await soakOne({ deployment, streams, seconds, chunkMs, streamMs, sampleS, upstreamUrl, tmp, pin, stores, windowMs });
       reports.push(report);
       if (!report.ledger.ok || report.failed > 0) code = 1;
     }
@@ -118,7 +120,7 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
   return code;
 }
 
-async function soakOne({ deployment, streams, seconds, chunkMs, sampleS, upstreamUrl, tmp, pin, stores, windowMs }) {
+async function soakOne({ deployment, streams, seconds, chunkMs, streamMs, sampleS, upstreamUrl, tmp, pin, stores, windowMs }) {
   let store;
   if (deployment === 'postgres-redis') {
     store = await sharedStores(stores, 'soak');
@@ -142,14 +144,17 @@ async function soakOne({ deployment, streams, seconds, chunkMs, sampleS, upstrea
   const body = bodyFor(tg.model, 'sse', { max_tokens: 64 });
   const pool = new Pool(tg.base, { connections: streams, headersTimeout: 30_000, bodyTimeout: 4 * chunkMs + 30_000 });
   await probe(tg.child, 'eld-start');
+  // The clients start spread over one stream's duration (the ramp), so that streams end, and new ones
+  // start, at an even pace rather than all together; then all of them stream for `seconds`.
+  const rampMs = streamMs;
   const t0 = performance.now();
-  const endAt = t0 + seconds * 1000;
+  const endAt = t0 + rampMs + seconds * 1000;
   let open = 0;
   let completed = 0;
   let failed = 0;
   let firstError;
   const worker = async (i) => {
-    await pause((Math.max(chunkMs, 200) * i) / streams);
+    await pause((rampMs * i) / streams);
     while (performance.now() < endAt && failed === 0) {
       open++;
       tg.sent++;
@@ -206,9 +211,9 @@ async function soakOne({ deployment, streams, seconds, chunkMs, sampleS, upstrea
   await Promise.all([tg.pool.destroy().catch(() => undefined), stopChild(tg.child)]);
   if (firstError) process.stdout.write(`error: ${failed} stream(s) failed; the first: ${firstError.message}\n`);
 
-  // Verdict: the steady part is from a quarter of the run on (after the ramp-up and the first streams' ends).
-  const during = samples.filter((s) => s.t_s <= seconds + sampleS / 2);
-  const steady = during.filter((s) => s.t_s >= seconds / 4);
+  // Verdict: the steady part is from a quarter of the way into the full-concurrency period to its end.
+  const rampS = rampMs / 1000;
+  const steady = samples.filter((s) => s.t_s >= rampS + seconds / 4 && s.t_s <= rampS + seconds + sampleS / 2);
   let growth = null;
   if (steady.length >= 2) {
     const half = Math.floor(steady.length / 2);
