@@ -19,10 +19,10 @@
 //
 // Options: bench/README.md, or the table `options` below.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
+import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { fmt, median, percentile, printRows, sortedLatencies, summarizeProfile } from './lib/report.mjs';
@@ -100,6 +100,7 @@ if (opt.soak) {
     pin: PIN,
     stores,
     json: opt.json,
+    markdown: opt.markdown,
     windowMs: WINDOW_MS,
   }).catch(async (err) => {
     process.stderr.write(`bench: ${err.stack ?? err}\n`);
@@ -239,6 +240,8 @@ function printLatency(latency, markdown) {
     'added p50',
     'added p99',
     `target ≤ ${LATENCY_TARGET_MS} ms`,
+    'tollgate busy',
+    'tollgate µs/req',
   ];
   const rows = [head];
   for (const l of latency) {
@@ -253,6 +256,8 @@ function printLatency(latency, markdown) {
       fmt(l.added_p50_ms, 2),
       fmt(l.added_p99_ms, 2),
       l.added_p99_ms <= LATENCY_TARGET_MS ? 'met' : 'not met',
+      fmt(l.tollgate.busy, 2),
+      fmt(l.tollgate.cpu_us_per_req),
     ]);
   }
   printRows(rows);
@@ -295,7 +300,7 @@ async function main() {
       else ctx.deployments.push(d);
     }
   }
-  const ncpu = availableParallelism();
+  const ncpu = NCPU;
   const cpuModel = cpus()[0]?.model ?? 'unknown CPU';
 
   const results = {};
@@ -364,14 +369,25 @@ async function main() {
                     ['tollgate', tg],
                     ['bare', bare],
                   ]) {
+                const before = await t.cpu();
                 const r = await runOpenLoop(t, mode, rate, LATENCY_S);
+                r.cpuUs = (await t.cpu()).us - before.us;
                 behindMs = Math.max(behindMs, r.behindMs);
                 got[name].push(r);
               }
             }
             const stat = (rs) => {
               const all = sortedLatencies(rs);
-              return { requests: all.length, p50_ms: percentile(all, 50), p99_ms: percentile(all, 99) };
+              const cpuUs = rs.reduce((a, r) => a + r.cpuUs, 0);
+              const ms = rs.reduce((a, r) => a + r.elapsedMs, 0);
+              return {
+                requests: all.length,
+                p50_ms: percentile(all, 50),
+                p99_ms: percentile(all, 99),
+                cpu_us_per_req: cpuUs / all.length,
+                // share of a core the proxy used at this rate: near 1, it was saturated and its latency is queueing
+                busy: cpuUs / 1000 / ms,
+              };
             };
             const b = stat(got.bare);
             const t = stat(got.tollgate);

@@ -20,8 +20,11 @@ export function onStopAll(fn) {
  * the fake upstream share the others. Without it they compete for the cores and the proxy's CPU per
  * request swings with how its work happens to be batched. Returns undefined when not pinning.
  */
+/** CPUs this process may use when it starts (before pinning() narrows it to the others). */
+export const NCPU = availableParallelism();
+
 export function pinning(mode, die) {
-  const ncpu = availableParallelism();
+  const ncpu = NCPU;
   if (mode === 'off' || ncpu < 2) {
     if (mode === 'on') die('--pin on needs at least 2 CPUs');
     return undefined;

@@ -39,7 +39,7 @@ function openFilesLimit() {
   }
 }
 
-export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deployments, deadlineS, pin, stores, json, windowMs }) {
+export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deployments, deadlineS, pin, stores, json, markdown, windowMs }) {
   // Tollgate holds two sockets per stream (client and upstream), the fake upstream and this process one each.
   const needFiles = 2 * streams + 512;
   const limit = openFilesLimit();
@@ -91,7 +91,7 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
     }
 
     process.stdout.write('\n');
-    printRows([
+    const summary = [
       ['deployment', 'streams served', 'failed', 'RSS max MB', 'RSS growth', 'ELD p99 ms', 'ELD max ms', 'RSS verdict', 'ELD verdict'],
       ...reports.map((r) => [
         r.deployment,
@@ -104,7 +104,16 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
         r.rss_ok ? 'met' : 'not met',
         r.eld_ok ? 'met' : 'not met',
       ]),
-    ]);
+    ];
+    printRows(summary);
+    if (markdown) {
+      process.stdout.write('\n');
+      for (const [i, r] of summary.entries()) {
+        process.stdout.write(`| ${r.join(' | ')} |\n`);
+        if (i === 0) process.stdout.write(`| ${r.map(() => '---').join(' | ')} |\n`);
+      }
+      process.stdout.write('\n');
+    }
     for (const r of reports) process.stdout.write(`ledger check (soak, ${r.label}): ${r.ledger.text} ${r.ledger.ok ? 'OK' : 'MISMATCH'}\n`);
     if (json) {
       writeFileSync(
