@@ -3,8 +3,16 @@
 // "stream": true) ~20 SSE chunks, a finish chunk, a usage chunk and `data: [DONE]`, each event written
 // with its own res.write() in one tick. Answers are prebuilt buffers; the request body is read and
 // only searched for `"stream":true`, so this process costs as little as it can.
+// Slow mode, for the soak (`--chunk-ms MS --chunks N`): a stream sends its role chunk at once, then N
+// content chunks one every MS milliseconds, then the finish chunk, the usage chunk and `data: [DONE]`
+// (usage stays 260 prompt and 20 completion tokens, so every stream costs the same).
 // Prints `listening PORT` when ready.
 import http from 'node:http';
+import { parseArgs } from 'node:util';
+
+const { values: opt } = parseArgs({ options: { 'chunk-ms': { type: 'string', default: '0' }, chunks: { type: 'string', default: '20' } } });
+const CHUNK_MS = Number(opt['chunk-ms']);
+const CHUNKS = Number(opt.chunks);
 
 const created = Math.floor(Date.now() / 1000);
 const usage = { prompt_tokens: 260, completion_tokens: 20, total_tokens: 280 };
@@ -40,6 +48,22 @@ const sseEvents = [
   Buffer.from('data: [DONE]\n\n'),
 ];
 
+const slowChunks = Array.from({ length: CHUNKS }, (_, i) => chunk({ content: `${i === 0 ? '' : ' '}${words[i % words.length]}` }));
+
+function slowStream(res) {
+  res.write(sseEvents[0]);
+  let i = 0;
+  const timer = setInterval(() => {
+    if (i < slowChunks.length) res.write(slowChunks[i++]);
+    if (i >= slowChunks.length) {
+      clearInterval(timer);
+      for (const e of sseEvents.slice(-3)) res.write(e);
+      res.end();
+    }
+  }, CHUNK_MS);
+  res.on('close', () => clearInterval(timer));
+}
+
 const server = http.createServer((req, res) => {
   let body = '';
   req.setEncoding('utf8');
@@ -51,6 +75,7 @@ const server = http.createServer((req, res) => {
     }
     if (/"stream"\s*:\s*true/.test(body)) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      if (CHUNK_MS > 0) return slowStream(res);
       for (const e of sseEvents) res.write(e);
       res.end();
     } else {

@@ -1,364 +1,147 @@
 #!/usr/bin/env node
-// CPU overhead of Tollgate against a bare undici pass-through, in one run (see bench/README.md).
+// Tollgate against the alternatives, in one run (see bench/README.md).
 //
-// Starts, all on 127.0.0.1: a fast fake upstream (bench/fake-upstream.mjs), the bare proxy
-// (bench/bare-proxy.mjs) and Tollgate (node dist/cli.js serve) with every check active. Then, for
-// JSON and for SSE answers, sends a fixed number of requests at a fixed concurrency through each
-// proxy and reads the proxy process's CPU time (user + system) before and after. Prints requests/s,
-// CPU µs per request, the Tollgate/bare ratio and p50/p99 latency. Stops every process it started.
+// Starts, all on 127.0.0.1: a fast fake upstream (bench/fake-upstream.mjs) and, in front of it, the
+// bare undici pass-through (bench/bare-proxy.mjs), nginx proxy_pass (when installed), Portkey's
+// gateway (@portkey-ai/gateway, a devDependency) and Tollgate (node dist/cli.js serve) in each
+// deployment (sqlite; postgres-redis when PostgreSQL and Redis answer), with a paid model (every check
+// active) and with a `:free` model (free-model limits checked and counted on every request). Then, for
+// JSON and for SSE answers:
+//   1. throughput: interleaved rounds of a fixed number of requests at a fixed concurrency through each
+//      proxy (the order alternates between rounds), reading each proxy's CPU time before and after;
+//   2. latency: an open loop at half of Tollgate's measured peak, through the bare proxy and Tollgate;
+//   3. the ledger check: every request sent to a Tollgate was charged exactly (free: counted).
+// Prints one table (requests/s, p50, p99, CPU µs per request, ratio to bare, the issue's targets),
+// the latency table and the ledger checks. Stops every process it started, by PID.
 //
-// Options (bench/README.md): --requests N (3000)  --warmup N (2000)  --concurrency N (16)  --rounds N (3)
-//   --modes json,sse  --json FILE  --profile DIR  --pin auto|on|off  --window-ms N  --deadline-s N (240)
-//   --deployments sqlite,postgres-redis (both; postgres-redis is skipped with a note when PostgreSQL or
-//   Redis does not answer)  --database-url URL ($DATABASE_URL or the local server)  --redis-url URL ($REDIS_URL or the local one)
-import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, tmpdir } from 'node:os';
+// --soak runs the soak instead (bench/lib/soak.mjs): many concurrent slow streams through Tollgate,
+// sampling its RSS and event-loop delay.
+//
+// Options: bench/README.md, or the table `options` below.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Pool } from 'undici';
+import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
+import { CLK_TCK } from './lib/cpu.mjs';
+import { runLoad, runOpenLoop } from './lib/load.mjs';
+import { fmt, median, percentile, printRows, sortedLatencies, summarizeProfile } from './lib/report.mjs';
+import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
+import { CLI, PORTKEY, benchDir, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '..');
+const options = {
+  requests: { type: 'string', default: '3000' },
+  warmup: { type: 'string', default: '2000' },
+  concurrency: { type: 'string', default: '16' },
+  rounds: { type: 'string', default: '3' },
+  modes: { type: 'string', default: 'json,sse' },
+  proxies: { type: 'string', default: 'nginx,portkey,tollgate,free' },
+  deployments: { type: 'string', default: 'sqlite,postgres-redis' },
+  'latency-s': { type: 'string', default: '3' },
+  'latency-rounds': { type: 'string', default: '2' },
+  'settle-ms': { type: 'string', default: '150' },
+  json: { type: 'string' },
+  markdown: { type: 'boolean', default: false },
+  profile: { type: 'string' },
+  pin: { type: 'string', default: 'auto' },
+  'window-ms': { type: 'string' },
+  'deadline-s': { type: 'string' },
+  nginx: { type: 'string' },
+  'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+  'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+  // soak (bench/lib/soak.mjs)
+  soak: { type: 'boolean', default: false },
+  'soak-streams': { type: 'string', default: '1000' },
+  'soak-s': { type: 'string', default: '60' },
+  'soak-chunk-ms': { type: 'string', default: '500' },
+  'soak-chunks': { type: 'string', default: '20' },
+  'soak-sample-s': { type: 'string', default: '5' },
+};
+const { values: opt } = parseArgs({ options });
 
-const { values: opt } = parseArgs({
-  options: {
-    requests: { type: 'string', default: '3000' },
-    warmup: { type: 'string', default: '2000' },
-    concurrency: { type: 'string', default: '16' },
-    rounds: { type: 'string', default: '3' },
-    modes: { type: 'string', default: 'json,sse' },
-    json: { type: 'string' },
-    profile: { type: 'string' },
-    pin: { type: 'string', default: 'auto' },
-    'window-ms': { type: 'string' },
-    'deadline-s': { type: 'string', default: '240' },
-    deployments: { type: 'string', default: 'sqlite,postgres-redis' },
-    'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
-    'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
-  },
-});
-const REQUESTS = positiveInt('requests');
-const WARMUP = positiveInt('warmup', true);
-const CONCURRENCY = positiveInt('concurrency');
-const ROUNDS = positiveInt('rounds');
-const MODES = opt.modes.split(',').map((m) => m.trim());
-const DEPLOYMENTS = opt.deployments.split(',').map((d) => d.trim());
-if (DEPLOYMENTS.some((d) => d !== 'sqlite' && d !== 'postgres-redis')) die('--deployments takes sqlite, postgres-redis or both');
-if (MODES.some((m) => m !== 'json' && m !== 'sse')) die('--modes takes json, sse or json,sse');
-if (!['auto', 'on', 'off'].includes(opt.pin)) die('--pin takes auto, on or off');
-const WINDOW_MS = opt['window-ms'] === undefined ? undefined : Number(opt['window-ms']);
-if (WINDOW_MS !== undefined && !(Number.isInteger(WINDOW_MS) && WINDOW_MS >= 0)) die('--window-ms must be a non-negative integer');
-const PROXY_CONNECTIONS = 128; // upstream keep-alive pool size, the same for both proxies (Tollgate's default)
-
-function positiveInt(name, zeroOk = false) {
-  const n = Number(opt[name]);
-  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) die(`--${name} must be a ${zeroOk ? 'non-negative' : 'positive'} integer`);
-  return n;
-}
 function die(message) {
   process.stderr.write(`bench: ${message}\n`);
   process.exit(2);
 }
+function num(name, { min = 0, max = Infinity, integer = true } = {}) {
+  const n = Number(opt[name]);
+  if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n < min || n > max)
+    die(`--${name} must be ${integer ? 'an integer' : 'a number'} from ${min}${max === Infinity ? '' : ` to ${max}`}`);
+  return n;
+}
+const list = (name, allowed) => {
+  const xs = opt[name]
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  const bad = xs.filter((x) => !allowed.includes(x));
+  if (bad.length) die(`--${name} takes ${allowed.join(', ')} (comma-separated); not ${bad.join(', ')}`);
+  return xs;
+};
 
-const CLI = path.join(root, 'dist', 'cli.js');
+const DEPLOYMENTS = list('deployments', ['sqlite', 'postgres-redis']);
+if (!['auto', 'on', 'off'].includes(opt.pin)) die('--pin takes auto, on or off');
+const WINDOW_MS = opt['window-ms'] === undefined ? undefined : num('window-ms');
 if (!existsSync(CLI)) die('dist/cli.js is missing: run `npm run build` first (`npm run bench` does)');
+const PIN = pinning(opt.pin, die);
+const stores = { databaseUrl: opt['database-url'], redisUrl: opt['redis-url'] };
+installExitHandlers();
 
-// CPU pinning: the measured proxy gets the last CPU to itself; the load generator (this process) and
-// the fake upstream share the others. Without it the three processes compete for the cores and the
-// proxy's CPU per request swings with how its work happens to be batched.
-const NCPU = availableParallelism();
-const PIN = (() => {
-  if (opt.pin === 'off' || NCPU < 2) {
-    if (opt.pin === 'on') die('--pin on needs at least 2 CPUs');
-    return undefined;
-  }
-  try {
-    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
-  } catch {
-    if (opt.pin === 'on') die('--pin on needs taskset (util-linux)');
-    return undefined;
-  }
-  return { proxy: String(NCPU - 1), others: NCPU === 2 ? '0' : `0-${NCPU - 2}` };
-})();
-if (PIN) execFileSync('taskset', ['-a', '-c', '-p', PIN.others, String(process.pid)], { stdio: 'ignore' });
-
-// ---------------------------------------------------------------------------------------------
-// Child processes: every one is tracked and stopped by its PID, whatever happens.
-
-/** @type {Set<import('node:child_process').ChildProcess>} */
-const children = new Set();
-/** Every child started, for their last output when something fails. */
-const started = [];
-
-function startChild(name, args, ready, { ipc = false, cpus } = {}) {
-  // taskset execs node in place, so the PID is node's.
-  const [cmd, argv] = cpus ? ['taskset', ['-c', cpus, process.execPath, ...args]] : [process.execPath, args];
-  const child = spawn(cmd, argv, {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
-    env: { ...process.env, NODE_OPTIONS: '' },
+if (opt.soak) {
+  const { soak } = await import('./lib/soak.mjs');
+  const code = await soak({
+    streams: num('soak-streams', { min: 1, max: 5000 }),
+    seconds: num('soak-s', { min: 1, max: 600, integer: false }),
+    chunkMs: num('soak-chunk-ms', { min: 1, max: 10_000 }),
+    chunks: num('soak-chunks', { min: 1, max: 1000 }),
+    sampleS: num('soak-sample-s', { min: 0.2, max: 60, integer: false }),
+    deployments: DEPLOYMENTS,
+    deadlineS: opt['deadline-s'] === undefined ? undefined : num('deadline-s', { min: 1 }),
+    pin: PIN,
+    stores,
+    json: opt.json,
+    markdown: opt.markdown,
+    windowMs: WINDOW_MS,
+  }).catch(async (err) => {
+    process.stderr.write(`bench: ${err.stack ?? err}\n`);
+    if (err.output) process.stderr.write(`--- child output ---\n${err.output}\n`);
+    dumpChildren();
+    await stopAll();
+    return 1;
   });
-  children.add(child);
-  started.push(child);
-  child.name = name;
-  child.output = '';
-  const keep = (d) => {
-    child.output = (child.output + d).slice(-16_384);
-  };
-  child.stderr.on('data', keep);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${name} did not start within 30 s`)), 30_000);
-    const onExit = (code, signal) => fail(new Error(`${name} exited during start-up (code ${code}, signal ${signal})`));
-    let settled = false;
-    const fail = (err) => {
-      settled = true;
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      reject(Object.assign(err, { output: child.output }));
-    };
-    child.once('exit', onExit);
-    child.stdout.on('data', (d) => {
-      keep(d);
-      const m = settled ? null : ready.exec(child.output);
-      if (m) {
-        settled = true;
-        clearTimeout(timer);
-        child.off('exit', onExit);
-        resolve({ child, match: m });
-      }
-    });
-  });
+  process.exit(code);
 }
 
-function running(child) {
-  return child.exitCode === null && child.signalCode === null;
-}
+const REQUESTS = num('requests', { min: 1 });
+const WARMUP = num('warmup');
+const CONCURRENCY = num('concurrency', { min: 1, max: 1000 });
+const ROUNDS = num('rounds', { min: 1 });
+const MODES = list('modes', ['json', 'sse']);
+const PROXIES = new Set(list('proxies', ['nginx', 'portkey', 'tollgate', 'free']));
+const LATENCY_S = num('latency-s', { max: 600, integer: false });
+const LATENCY_ROUNDS = num('latency-rounds', { min: 1, max: 20 });
+const DEADLINE_S = opt['deadline-s'] === undefined ? 900 : num('deadline-s', { min: 1 });
+const SETTLE_MS = num('settle-ms', { max: 5000 });
 
-/** SIGTERM by PID, then SIGKILL after a grace period. */
-async function stopChild(child, graceMs = 12_000) {
-  if (running(child)) {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    try {
-      process.kill(child.pid, 'SIGTERM');
-    } catch {
-      // already gone
-    }
-    const timer = new Promise((resolve) => setTimeout(resolve, graceMs, 'timeout'));
-    if ((await Promise.race([exited, timer])) === 'timeout' && running(child)) {
-      process.stderr.write(`bench: ${child.name} (pid ${child.pid}) ignored SIGTERM; killing it\n`);
-      try {
-        process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      await exited;
-    }
-  }
-  children.delete(child);
-}
-
-/** The temp dir (config, SQLite ledger) of this run; removed on every way out. */
-let tmp;
-
-async function stopAll() {
-  await Promise.all([...children].map((c) => stopChild(c)));
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-}
-
-// Last resort (an uncaught error, process.exit): no child outlives this process.
-process.on('exit', () => {
-  for (const c of children) {
-    if (running(c)) {
-      try {
-        process.kill(c.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-});
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    process.stderr.write(`bench: ${sig}, stopping\n`);
-    stopAll().finally(() => process.exit(130));
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-// CPU time of a child: process.cpuUsage() through the preloaded probe (µs), and /proc (ticks) as a check.
-
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-function procCpuUs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
-  return ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK; // utime + stime
-}
-
-function probeCpuUs(child) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${child.name}: no answer from the CPU probe`)), 5_000);
-    child.once('message', (m) => {
-      clearTimeout(timer);
-      resolve(m.cpu.user + m.cpu.system);
-    });
-    child.send('cpu');
-  });
-}
-
-async function cpuOf(child) {
-  const [probe, proc] = [await probeCpuUs(child), procCpuUs(child.pid)];
-  return { probe, proc };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The load: CONCURRENCY workers on one undici Pool per target, each sending one request after another.
-
-const prompt =
-  'I am planning a three-day trip to Paris in early spring and would like some help. ' +
-  'Please suggest an itinerary that balances museums, walking tours and good food, and keep travel ' +
-  'between places short. I prefer quiet mornings, one big museum per day at most, and I would like ' +
-  'at least one evening by the river. Tell me which neighbourhoods are best to stay in for this plan, ' +
-  'roughly what a mid-range hotel costs there, and whether a museum pass is worth it for three days. ' +
-  'If it rains on one of the days, what indoor alternatives would you recommend instead of the ' +
-  'walking tour? Also list two or three bakeries or small restaurants near each stop, and one thing ' +
-  'that most visitors miss but locals like. Keep the answer short and practical, with times of day.';
-const bodyFor = (stream) =>
-  Buffer.from(
-    JSON.stringify({
-      model: 'bench/paid',
-      messages: [
-        { role: 'system', content: 'You are a concise travel assistant.' },
-        { role: 'user', content: prompt },
-      ],
-      temperature: 0.7,
-      ...(stream ? { stream: true } : {}),
-    }),
-  );
-const BODIES = { json: bodyFor(false), sse: bodyFor(true) };
-
-function checkAnswer(target, mode, status, text) {
-  const ok =
-    status === 200 &&
-    (mode === 'sse'
-      ? text.endsWith('data: [DONE]\n\n') && text.includes('"usage"')
-      : text.includes('"usage"') && (target.name === 'bare' || text.includes('"cost"')));
-  if (!ok) throw new Error(`${target.name} ${mode}: unexpected answer ${status}: ${text.slice(0, 400)}`);
-}
-
-async function runLoad(target, mode, n) {
-  const latencies = new Float64Array(n);
-  const body = BODIES[mode];
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < n; i = next++) {
-      const t0 = performance.now();
-      const res = await target.pool.request({ method: 'POST', path: target.path, headers: target.headers, body });
-      const text = await res.body.text();
-      latencies[i] = performance.now() - t0;
-      checkAnswer(target, mode, res.statusCode, text);
-    }
-  };
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, n) }, worker));
-  return { elapsedMs: performance.now() - t0, latencies };
-}
+/** The issue's targets for Tollgate's CPU per request, as a ratio to the bare pass-through. */
+const TARGETS = { sqlite: { json: 2, sse: 1.5 }, 'postgres-redis': { json: 4, sse: 3 } };
+const LATENCY_TARGET_MS = 2;
 
 // The load generator's connections: one per worker; a request that hangs fails the run after 10 s.
 const LOAD_POOL = { connections: CONCURRENCY, headersTimeout: 10_000, bodyTimeout: 10_000 };
-
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function measure(target, mode) {
-  await pause(150); // let deferred work of what ran before (charges, GC) finish outside the window
-  const before = await cpuOf(target.child);
-  const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS);
-  await pause(150); // deferred work of the measured requests (group-committed charges) counts
-  const after = await cpuOf(target.child);
-  return {
-    cpuUs: after.probe - before.probe,
-    procCpuUs: after.proc - before.proc,
-    elapsedMs,
-    latencies,
-  };
+  await pause(SETTLE_MS); // let deferred work of what ran before (charges, GC) finish outside the window
+  const before = await target.cpu();
+  const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS, CONCURRENCY);
+  await pause(SETTLE_MS); // deferred work of the measured requests (group-committed charges) counts
+  const after = await target.cpu();
+  return { cpuUs: after.us - before.us, procCpuUs: after.procUs - before.procUs, elapsedMs, latencies };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Tollgate's setup: config with every check active, then account, credits and key via the admin API.
-
-function tollgateConfig(upstreamUrl, store, adminToken) {
-  return `# generated by bench/overhead.mjs
-listen: { host: 127.0.0.1, port: 0 }
-database_url: ${store.databaseUrl}
-${store.redisUrl ? `redis_url: ${store.redisUrl}\nredis_key_prefix: "${store.prefix}"\n` : ''}admin_token: ${adminToken}
-secrets_key: ${randomBytes(32).toString('base64')}
-log_level: warn
-limits:
-  ddos: { per_ip_per_second: 1000000 }
-${WINDOW_MS === undefined ? '' : `  in_flight: { settlement_window_ms: ${WINDOW_MS} }\n`}providers:
-  - id: fake
-    type: openai
-    base_url: ${upstreamUrl}/v1
-    api_key: sk-fake-upstream-key
-    connections: ${PROXY_CONNECTIONS}
-models:
-  - id: bench/paid
-    context_length: 8192
-    endpoints:
-      - provider: fake
-        model: fake-model
-        pricing: { prompt: "0.000001", completion: "0.000002" }
-`;
-}
-
-async function admin(base, token, method, route, body) {
-  const res = await fetch(`${base}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
-
-async function setupTollgate(base, adminToken) {
-  const { data: account } = await admin(base, adminToken, 'POST', '/api/v1/admin/accounts', { name: 'bench', type: 'prepaid' });
-  // 50 credits: below balance_threshold (100), so the in-flight budget (min(0.5 × balance, 50)) applies.
-  await admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${account.id}/credits`, { amount: 50 });
-  const { key } = await admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${account.id}/keys`, {
-    name: 'bench',
-    limit: 40,
-    limit_reset: 'daily',
-  });
-  const { data: shown } = await admin(base, adminToken, 'GET', `/api/v1/admin/accounts/${account.id}`);
-  if (!shown.in_flight?.subject) throw new Error(`the in-flight budget does not apply to the bench account: ${JSON.stringify(shown)}`);
-  return { accountId: account.id, key, inFlight: shown.in_flight };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reporting
-
-function percentile(sorted, p) {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 function summarize(runs) {
-  const all = Float64Array.from(runs.flatMap((r) => Array.from(r.latencies))).sort();
+  const all = sortedLatencies(runs);
   const cpuPerReq = runs.map((r) => r.cpuUs / REQUESTS);
   return {
     requests_per_round: REQUESTS,
@@ -367,300 +150,296 @@ function summarize(runs) {
     cpu_us_per_req: median(cpuPerReq),
     cpu_us_per_req_rounds: cpuPerReq,
     proc_cpu_us_per_req: median(runs.map((r) => r.procCpuUs / REQUESTS)),
-    // CPU-seconds per wall-second of the proxy: 1.0 means it kept one core busy (it is single-threaded JS)
+    // CPU-seconds per wall-second of the proxy: 1.0 means it kept one core busy
     busy: median(runs.map((r) => r.cpuUs / 1000 / r.elapsedMs)),
     p50_ms: percentile(all, 50),
     p99_ms: percentile(all, 99),
   };
 }
 
-const fmt = (n, d = 0) => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+/** Every proxy of one mode, started fresh (own ledgers, empty hold stores), in parallel. */
+async function startTargets(mode, ctx) {
+  const common = { upstreamUrl: ctx.upstreamUrl, tmp: ctx.tmp, cpus: PIN?.proxy, loadPool: LOAD_POOL };
+  const jobs = [['bare', () => startBare(common)]];
+  if (ctx.nginx) jobs.push(['nginx', () => startNginx({ ...common, binary: ctx.nginx })]);
+  if (ctx.portkey) jobs.push(['portkey', () => startPortkey(common)]);
+  for (const deployment of ctx.deployments) {
+    for (const free of [false, true]) {
+      if (!PROXIES.has(free ? 'free' : 'tollgate')) continue;
+      jobs.push([
+        `tollgate:${deployment}${free ? ':free' : ''}`,
+        async () => {
+          let store;
+          if (deployment === 'postgres-redis') {
+            store = await sharedStores(stores, `${mode}_${free ? 'free' : 'paid'}`);
+            onStopAll(store.drop);
+          }
+          return startTollgate({ ...common, deployment, free, store, windowMs: WINDOW_MS, profileDir: ctx.profileDir, tag: mode });
+        },
+      ]);
+    }
+  }
+  const settled = await Promise.allSettled(jobs.map(([, start]) => start()));
+  const targets = [];
+  for (const [i, s] of settled.entries()) {
+    const [id] = jobs[i];
+    if (s.status === 'fulfilled') targets.push(s.value);
+    else if (id === 'nginx' || id === 'portkey') ctx.note(`${mode}: ${id} did not start, so it is left out: ${s.reason.message.split('\n')[0]}`);
+    else throw s.reason;
+  }
+  return targets;
+}
 
-function printTable(results) {
-  const rows = [['mode', 'proxy', 'req/s', 'CPU µs/req', '(per round)', 'busy', 'p50 ms', 'p99 ms']];
-  for (const [key, result] of Object.entries(results)) {
-    const [deployment, mode] = key.split('/');
-    for (const name of ['bare', 'tollgate']) {
-      const r = result[name];
+async function closeTarget(t) {
+  await Promise.all([t.pool, t.latencyPool].filter(Boolean).map((p) => p.destroy().catch(() => undefined)));
+  await stopChild(t.child);
+}
+
+function ratioCell(ratio, target) {
+  return target === undefined ? '' : `≤ ${target}×: ${ratio <= target ? 'met' : 'not met'}`;
+}
+
+function printTable(results, markdown) {
+  const head = ['mode', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', '(per round)', 'busy', '× bare', '(per round)', 'target'];
+  const rows = [head];
+  for (const [mode, byTarget] of Object.entries(results)) {
+    for (const r of Object.values(byTarget)) {
       rows.push([
         mode,
-        name === 'bare' ? 'bare' : `tollgate (${deployment})`,
+        r.label,
         fmt(r.rps),
+        fmt(r.p50_ms, 2),
+        fmt(r.p99_ms, 2),
         fmt(r.cpu_us_per_req),
         r.cpu_us_per_req_rounds.map((x) => fmt(x)).join(' / '),
         fmt(r.busy, 2),
-        fmt(r.p50_ms, 2),
-        fmt(r.p99_ms, 2),
+        `${fmt(r.ratio, 2)}×`,
+        r.ratio_rounds.map((x) => `${fmt(x, 2)}×`).join(' / '),
+        ratioCell(r.ratio, r.target),
       ]);
     }
-    rows.push([mode, 'ratio', '', `${fmt(result.ratio, 2)}×`, result.ratio_rounds.map((x) => `${fmt(x, 2)}×`).join(' / '), '', '', '']);
   }
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  for (const [i, r] of rows.entries()) {
-    process.stdout.write(`${r.map((c, j) => (j < 2 ? c.padEnd(widths[j]) : c.padStart(widths[j]))).join('  ')}\n`);
-    if (i === 0) process.stdout.write(`${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Profile summary (--profile): the top self-time functions of Tollgate's .cpuprofile.
-
-function shortUrl(url) {
-  if (!url) return '';
-  const p = url.replace(/^file:\/\//, '');
-  const nm = p.lastIndexOf('/node_modules/');
-  if (nm >= 0) return p.slice(nm + '/node_modules/'.length);
-  return p.startsWith(root) ? p.slice(root.length + 1) : p;
-}
-
-function area(url) {
-  const u = shortUrl(url);
-  if (!u) return '(native / VM)';
-  if (u.startsWith('node:')) return 'node core';
-  if (u.startsWith('dist/')) return `tollgate ${u.split('/').slice(0, 2).join('/').replace(/\.js$/, '')}`;
-  const parts = u.split('/');
-  return parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
-}
-
-function summarizeProfile(file, top = 10) {
-  const prof = JSON.parse(readFileSync(file, 'utf8'));
-  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
-  const self = new Map();
-  for (let i = 0; i < prof.samples.length; i++) {
-    const node = byId.get(prof.samples[i]);
-    self.set(node, (self.get(node) ?? 0) + (prof.timeDeltas[i] ?? 0));
-  }
-  const byFn = new Map();
-  const byArea = new Map();
-  let total = 0;
-  for (const [node, us] of self) {
-    const cf = node.callFrame;
-    if (cf.functionName === '(idle)') continue;
-    total += us;
-    const k = `${cf.functionName || '(anonymous)'}  ${shortUrl(cf.url)}${cf.url ? `:${cf.lineNumber + 1}` : ''}`;
-    byFn.set(k, (byFn.get(k) ?? 0) + us);
-    const a = cf.url ? area(cf.url) : cf.functionName;
-    byArea.set(a, (byArea.get(a) ?? 0) + us);
-  }
-  const pct = (us) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
-  const list = (m, n) =>
-    [...m]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([k, us]) => `  ${pct(us)}  ${fmt(us / 1000).padStart(6)} ms  ${k}`)
-      .join('\n');
-  return (
-    `profile ${file}: ${fmt(total / 1000)} ms of CPU samples (idle excluded)\n` +
-    `top ${top} functions by self time:\n${list(byFn, top)}\n` +
-    `self time by area:\n${list(byArea, 15)}\n`
-  );
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/**
- * A PostgreSQL database and a Redis key prefix of this run's own (postgres-redis deployment), dropped
- * when the run ends. pg and ioredis are the gateway's own dependencies.
- */
-async function sharedStores(mode) {
-  const { default: pg } = await import('pg');
-  const { Redis } = await import('ioredis');
-  const name = `tollgate_bench_${mode}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: opt['database-url'] });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(opt['database-url']);
-  url.pathname = `/${name}`;
-  const prefix = `tollgate-bench:${randomBytes(4).toString('hex')}:`;
-  return {
-    databaseUrl: url.toString(),
-    redisUrl: opt['redis-url'],
-    prefix,
-    async drop() {
-      const c = new pg.Client({ connectionString: opt['database-url'] });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-      const r = new Redis(opt['redis-url'], { maxRetriesPerRequest: 1 });
-      let cursor = '0';
-      do {
-        const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        if (keys.length > 0) await r.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-      r.disconnect();
-    },
-  };
-}
-
-/** Whether the postgres-redis deployment can run here: both servers answer. */
-async function sharedStoresReachable() {
-  try {
-    const { default: pg } = await import('pg');
-    const { Redis } = await import('ioredis');
-    const c = new pg.Client({ connectionString: opt['database-url'], connectionTimeoutMillis: 2000 });
-    await c.connect();
-    await c.end();
-    const r = new Redis(opt['redis-url'], { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 2000, retryStrategy: () => null });
-    await r.connect();
-    await r.ping();
-    r.disconnect();
-    return undefined;
-  } catch (err) {
-    return err.message;
+  printRows(rows);
+  if (markdown) {
+    process.stdout.write('\n');
+    const md = (r) => `| ${r.join(' | ')} |\n`;
+    process.stdout.write(md(head) + md(head.map(() => '---')));
+    for (const r of rows.slice(1)) process.stdout.write(md(r));
   }
 }
 
-/** A fresh bare proxy and a fresh Tollgate (own ledger, empty hold store) for one mode. */
-async function startProxies(mode, upstreamUrl, tmp, profileDir, deployment) {
-  const probe = ['--import', new URL('./cpu-probe.mjs', import.meta.url).href];
-  const bare = await startChild(
-    `bare proxy (${mode})`,
-    [...probe, path.join(here, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
-    /listening (\d+)/,
-    {
-      ipc: true,
-      cpus: PIN?.proxy,
-    },
-  );
-
-  const dir = mkdtempSync(path.join(tmp, `${mode}-`));
-  const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
-  const configFile = path.join(dir, 'tollgate.yaml');
-  const store = deployment === 'sqlite' ? { databaseUrl: `sqlite:${path.join(dir, 'tollgate.db')}` } : await sharedStores(mode);
-  writeFileSync(configFile, tollgateConfig(upstreamUrl, store, adminToken));
-  const profArgs = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `tollgate-${mode}-${Date.now()}.cpuprofile`] : [];
-  const tg = await startChild(
-    `tollgate ${deployment} (${mode})`,
-    [...profArgs, ...probe, CLI, 'serve', '--config', configFile],
-    /listening on (http:\/\/127\.0\.0\.1:\d+)/,
-    {
-      ipc: true,
-      cpus: PIN?.proxy,
-    },
-  );
-  const base = tg.match[1];
-  const setup = await setupTollgate(base, adminToken);
-  return {
-    setup,
-    base,
-    profile: profArgs.length ? path.join(profileDir, profArgs[4]) : undefined,
-    drop: store.drop,
-    bare: {
-      name: 'bare',
-      child: bare.child,
-      path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json' },
-      pool: new Pool(`http://127.0.0.1:${bare.match[1]}`, LOAD_POOL),
-    },
-    tollgate: {
-      name: 'tollgate',
-      child: tg.child,
-      path: '/api/v1/chat/completions',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${setup.key}` },
-      pool: new Pool(base, LOAD_POOL),
-    },
-  };
+function printLatency(latency, markdown) {
+  const head = [
+    'mode',
+    'deployment',
+    'rate/s',
+    'bare p50',
+    'bare p99',
+    'tollgate p50',
+    'tollgate p99',
+    'added p50',
+    'added p99',
+    `target ≤ ${LATENCY_TARGET_MS} ms`,
+    'tollgate busy',
+    'tollgate µs/req',
+  ];
+  const rows = [head];
+  for (const l of latency) {
+    rows.push([
+      l.mode,
+      l.deployment,
+      fmt(l.rate),
+      fmt(l.bare.p50_ms, 2),
+      fmt(l.bare.p99_ms, 2),
+      fmt(l.tollgate.p50_ms, 2),
+      fmt(l.tollgate.p99_ms, 2),
+      fmt(l.added_p50_ms, 2),
+      fmt(l.added_p99_ms, 2),
+      l.added_p99_ms <= LATENCY_TARGET_MS ? 'met' : 'not met',
+      fmt(l.tollgate.busy, 2),
+      fmt(l.tollgate.cpu_us_per_req),
+    ]);
+  }
+  printRows(rows);
+  if (markdown) {
+    process.stdout.write('\n');
+    const md = (r) => `| ${r.join(' | ')} |\n`;
+    process.stdout.write(md(head) + md(head.map(() => '---')));
+    for (const r of rows.slice(1)) process.stdout.write(md(r));
+  }
 }
 
 async function main() {
-  tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
-  const deadline = setTimeout(
-    () => {
-      process.stderr.write(`bench: over the ${opt['deadline-s']} s deadline; stopping\n`);
-      stopAll().finally(() => process.exit(1));
-    },
-    Number(opt['deadline-s']) * 1000,
-  );
+  const tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
+  onStopAll(() => rmSync(tmp, { recursive: true, force: true }));
+  const deadline = setTimeout(() => {
+    process.stderr.write(`bench: over the ${DEADLINE_S} s deadline; stopping\n`);
+    stopAll().finally(() => process.exit(1));
+  }, DEADLINE_S * 1000);
   deadline.unref();
-  const pools = [];
-  const profiles = [];
-  /** Databases and Redis prefixes of the postgres-redis runs, dropped at the end. */
-  const drops = [];
-  let profileDir;
-  if (opt.profile) {
-    profileDir = path.resolve(opt.profile);
-    mkdirSync(profileDir, { recursive: true });
+
+  const notes = [];
+  const note = (text) => {
+    notes.push(text);
+    process.stdout.write(`note: ${text}\n`);
+  };
+  const ctx = { tmp, note, profileDir: opt.profile ? path.resolve(opt.profile) : undefined };
+  if (PROXIES.has('nginx')) {
+    ctx.nginx = findNginx(opt.nginx);
+    if (!ctx.nginx) note(`nginx is not installed${opt.nginx ? ` at ${opt.nginx}` : ''}, so its rows are skipped (Debian: apt-get install nginx-light)`);
   }
+  if (PROXIES.has('portkey')) {
+    ctx.portkey = existsSync(PORTKEY);
+    if (!ctx.portkey) note("Portkey's gateway is not installed (node_modules/@portkey-ai/gateway: `npm ci` installs it), so its rows are skipped");
+  }
+  ctx.deployments = [];
+  if (PROXIES.has('tollgate') || PROXIES.has('free')) {
+    for (const d of DEPLOYMENTS) {
+      const why = d === 'postgres-redis' ? await sharedStoresUnreachable(stores) : undefined;
+      if (why) note(`the postgres-redis deployment is skipped: ${why} (set --database-url / --redis-url, or DATABASE_URL / REDIS_URL)`);
+      else ctx.deployments.push(d);
+    }
+  }
+  const ncpu = NCPU;
   const cpuModel = cpus()[0]?.model ?? 'unknown CPU';
+
+  const results = {};
+  const latency = [];
+  const ledger = [];
+  const profiles = [];
   try {
-    const { match: up } = await startChild('fake upstream', [path.join(here, 'fake-upstream.mjs')], /listening (\d+)/, { cpus: PIN?.others });
-    const upstreamUrl = `http://127.0.0.1:${up[1]}`;
+    const { match: up } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], {
+      ready: /listening (\d+)/,
+      cpus: PIN?.others,
+      cwd: root,
+    });
+    ctx.upstreamUrl = `http://127.0.0.1:${up[1]}`;
 
     process.stdout.write(
-      `Tollgate CPU overhead vs a bare undici pass-through — ${new Date().toISOString()}\n` +
-        `node ${process.version}, ${NCPU} CPUs (${cpuModel}); per mode: ${WARMUP} warm-up requests, then ${ROUNDS} round(s) of ` +
-        `${REQUESTS} requests per proxy, concurrency ${CONCURRENCY}, ${BODIES.json.length}-byte request body\n` +
+      `Tollgate against a bare undici pass-through, nginx and Portkey — ${new Date().toISOString()}\n` +
+        `node ${process.version}, ${ncpu} CPUs (${cpuModel}); per mode: ${WARMUP} warm-up requests per proxy, then ${ROUNDS} interleaved ` +
+        `round(s) of ${REQUESTS} requests per proxy, concurrency ${CONCURRENCY}; latency: open loop at half of Tollgate's peak, ` +
+        `${LATENCY_ROUNDS} × ${LATENCY_S} s per proxy\n` +
         (PIN ? `pinned: proxies on CPU ${PIN.proxy}, load generator and fake upstream on CPU ${PIN.others}\n` : 'not pinned to CPUs\n') +
-        `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 40/day, ` +
-        `paid model, settlement window ${WINDOW_MS ?? 60000} ms${WINDOW_MS === undefined ? ' (default)' : ''}; deployments: ${DEPLOYMENTS.join(', ')} ` +
-        `(sqlite: SQLite ledger under ${tmp}, limits in process; postgres-redis: a database of its own and a Redis key prefix of its own)\n` +
+        `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 40/day, settlement window ` +
+        `${WINDOW_MS ?? 60000} ms; paid model, and a :free model with the free-model limits counted; deployments: ${ctx.deployments.join(', ') || 'none'}\n` +
         (opt.profile ? 'NOTE: --profile is on: Tollgate runs under the CPU profiler, its numbers are inflated.\n' : '') +
         '\n',
     );
 
-    const runs = {};
-    const ledger = {};
-    const deployments = [];
-    for (const d of DEPLOYMENTS) {
-      const why = d === 'postgres-redis' ? await sharedStoresReachable() : undefined;
-      if (why) process.stdout.write(`note: the postgres-redis deployment is skipped: ${why} (set --database-url / --redis-url)\n`);
-      else deployments.push(d);
-    }
-    for (const [deployment, mode] of deployments.flatMap((d) => MODES.map((m) => [d, m]))) {
-      const key = `${deployment}/${mode}`;
-      const p = await startProxies(mode, upstreamUrl, tmp, profileDir, deployment);
-      pools.push(p.bare.pool, p.tollgate.pool);
-      if (p.drop) drops.push(p.drop);
-      if (!p.setup.inFlight.subject) throw new Error('the in-flight budget does not apply');
-      runs[key] = { bare: [], tollgate: [] };
-      // Warm-up, once per proxy: lets V8 optimise the hot paths before anything is measured.
-      if (WARMUP > 0) for (const name of ['bare', 'tollgate']) await runLoad(p[name], mode, WARMUP);
-      for (let round = 0; round < ROUNDS; round++) {
-        // Alternate the order between rounds, so drift does not favour one side.
-        const order = round % 2 === 0 ? ['bare', 'tollgate'] : ['tollgate', 'bare'];
-        for (const name of order) runs[key][name].push(await measure(p[name], mode));
-      }
-      // Sanity: every Tollgate request was charged, exactly (260 prompt × 0.000001 + 20 completion × 0.000002).
-      await pause(200);
-      const credits = await (await fetch(`${p.base}/api/v1/credits`, { headers: { authorization: `Bearer ${p.setup.key}` } })).json();
-      const sent = WARMUP + ROUNDS * REQUESTS;
-      ledger[key] = { sent, charged: credits.data.total_usage, expected: Math.round(sent * 0.0003 * 1e9) / 1e9 };
-      await Promise.all([p.bare.pool, p.tollgate.pool].map((x) => x.destroy().catch(() => undefined)));
-      await Promise.all([stopChild(p.bare.child), stopChild(p.tollgate.child)]);
-      if (p.profile) profiles.push([key, p.profile]);
-    }
+    for (const mode of MODES) {
+      const targets = await startTargets(mode, ctx);
+      const runs = new Map(targets.map((t) => [t, []]));
+      try {
+        // Warm-up, once per proxy: lets V8 (and nginx's caches) settle before anything is measured.
+        if (WARMUP > 0) for (const t of targets) await runLoad(t, mode, WARMUP, CONCURRENCY);
+        for (let round = 0; round < ROUNDS; round++) {
+          // Alternate the order between rounds, so drift does not favour one side.
+          const order = round % 2 === 0 ? targets : [...targets].reverse();
+          for (const t of order) runs.get(t).push(await measure(t, mode));
+        }
+        const bare = targets.find((t) => t.id === 'bare');
+        const bareRuns = runs.get(bare);
+        const bareSummary = summarize(bareRuns);
+        results[mode] = {};
+        for (const t of targets) {
+          const s = summarize(runs.get(t));
+          results[mode][t.id] = {
+            label: t.label,
+            ...s,
+            ratio: s.cpu_us_per_req / bareSummary.cpu_us_per_req,
+            ratio_rounds: runs.get(t).map((r, i) => r.cpuUs / bareRuns[i].cpuUs),
+            target: t.kind === 'tollgate' && !t.free ? TARGETS[t.deployment][mode] : undefined,
+          };
+        }
 
-    const results = {};
-    for (const [key, run] of Object.entries(runs)) {
-      const bareS = summarize(run.bare);
-      const tgS = summarize(run.tollgate);
-      const ratios = run.tollgate.map((t, i) => t.cpuUs / run.bare[i].cpuUs);
-      results[key] = { bare: bareS, tollgate: tgS, ratio: tgS.cpu_us_per_req / bareS.cpu_us_per_req, ratio_rounds: ratios };
+        // Latency: an open loop at half of each Tollgate's peak (its closed-loop req/s above), through it and the bare proxy.
+        if (LATENCY_S > 0) {
+          for (const tg of targets.filter((t) => t.kind === 'tollgate' && !t.free)) {
+            const rate = results[mode][tg.id].rps / 2;
+            const got = { bare: [], tollgate: [] };
+            let behindMs = 0;
+            for (let round = 0; round < LATENCY_ROUNDS; round++) {
+              for (const [name, t] of round % 2 === 0
+                ? [
+                    ['bare', bare],
+                    ['tollgate', tg],
+                  ]
+                : [
+                    ['tollgate', tg],
+                    ['bare', bare],
+                  ]) {
+                const before = await t.cpu();
+                const r = await runOpenLoop(t, mode, rate, LATENCY_S);
+                r.cpuUs = (await t.cpu()).us - before.us;
+                behindMs = Math.max(behindMs, r.behindMs);
+                got[name].push(r);
+              }
+            }
+            const stat = (rs) => {
+              const all = sortedLatencies(rs);
+              const cpuUs = rs.reduce((a, r) => a + r.cpuUs, 0);
+              const ms = rs.reduce((a, r) => a + r.elapsedMs, 0);
+              return {
+                requests: all.length,
+                p50_ms: percentile(all, 50),
+                p99_ms: percentile(all, 99),
+                cpu_us_per_req: cpuUs / all.length,
+                // share of a core the proxy used at this rate: near 1, it was saturated and its latency is queueing
+                busy: cpuUs / 1000 / ms,
+              };
+            };
+            const b = stat(got.bare);
+            const t = stat(got.tollgate);
+            latency.push({
+              mode,
+              deployment: tg.deployment,
+              rate,
+              seconds: LATENCY_S * LATENCY_ROUNDS,
+              generator_behind_ms: behindMs,
+              bare: b,
+              tollgate: t,
+              added_p50_ms: t.p50_ms - b.p50_ms,
+              added_p99_ms: t.p99_ms - b.p99_ms,
+            });
+          }
+        }
+
+        // Ledger: every request sent to each Tollgate was charged exactly (paid) or counted (free).
+        await pause(200);
+        for (const t of targets.filter((x) => x.kind === 'tollgate')) ledger.push({ mode, label: t.label, ...(await t.ledgerCheck()) });
+      } finally {
+        await Promise.all(targets.map(closeTarget));
+        for (const t of targets) if (t.profile) profiles.push([`${mode} ${t.label}`, t.profile]);
+      }
     }
-    printTable(results);
 
     process.stdout.write('\n');
-    for (const [mode, l] of Object.entries(ledger)) {
-      const ok = l.charged === l.expected;
-      if (!ok) process.exitCode = 1;
-      process.stdout.write(
-        `ledger check (${mode}): ${l.sent} Tollgate requests, total_usage ${l.charged} credits (expected ${l.expected}) ${ok ? 'OK' : 'MISMATCH'}\n`,
-      );
+    printTable(results, opt.markdown);
+    if (latency.length) {
+      process.stdout.write("\nlatency, open loop at half of Tollgate's peak req/s (ms, request sent to last byte read; added = tollgate − bare):\n");
+      printLatency(latency, opt.markdown);
+      const behind = Math.max(...latency.map((l) => l.generator_behind_ms));
+      if (behind > 5) process.stdout.write(`warning: the load generator fell up to ${fmt(behind, 1)} ms behind its schedule\n`);
     }
-    const mismatch = Object.entries(results).flatMap(([mode, r]) =>
-      ['bare', 'tollgate']
-        .filter((n) => Math.abs(r[n].proc_cpu_us_per_req - r[n].cpu_us_per_req) * REQUESTS > 2 * (1e6 / CLK_TCK) + 0.05 * r[n].cpu_us_per_req * REQUESTS)
-        .map((n) => `${mode} ${n}`),
+    process.stdout.write('\n');
+    for (const l of ledger) {
+      if (!l.ok) process.exitCode = 1;
+      process.stdout.write(`ledger check (${l.mode}, ${l.label}): ${l.text} ${l.ok ? 'OK' : 'MISMATCH'}\n`);
+    }
+    const mismatch = Object.entries(results).flatMap(([mode, byTarget]) =>
+      Object.values(byTarget)
+        .filter((r) => Math.abs(r.proc_cpu_us_per_req - r.cpu_us_per_req) * REQUESTS > 2 * (1e6 / CLK_TCK) + 0.05 * r.cpu_us_per_req * REQUESTS)
+        .map((r) => `${mode} ${r.label}`),
     );
-    if (mismatch.length) process.stdout.write(`warning: /proc and process.cpuUsage() disagree for ${mismatch.join(', ')}\n`);
+    if (mismatch.length) process.stdout.write(`warning: /proc/PID/stat and the precise CPU reading disagree for ${mismatch.join(', ')}\n`);
+    for (const n of notes) process.stdout.write(`note: ${n}\n`);
 
     if (opt.json) {
       const out = {
         date: new Date().toISOString(),
         node: process.version,
-        cpus: NCPU,
+        cpus: ncpu,
         cpu: cpuModel,
         pinned: Boolean(PIN),
         window_ms: WINDOW_MS ?? 60000,
@@ -669,26 +448,26 @@ async function main() {
         rounds: ROUNDS,
         concurrency: CONCURRENCY,
         results,
+        latency,
         ledger,
+        notes,
       };
       writeFileSync(opt.json, `${JSON.stringify(out, null, 2)}\n`);
       process.stdout.write(`results written to ${opt.json}\n`);
     }
   } finally {
     clearTimeout(deadline);
-    await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
     await stopAll();
-    for (const drop of drops) await drop().catch((err) => process.stderr.write(`bench: could not drop a bench database or prefix: ${err.message}\n`));
   }
-  for (const [mode, file] of profiles) {
-    process.stdout.write(`\n[${mode}] ${existsSync(file) ? summarizeProfile(file) : `no profile was written to ${file}\n`}`);
+  for (const [what, file] of profiles) {
+    process.stdout.write(`\n[${what}] ${existsSync(file) ? summarizeProfile(file, root) : `no profile was written to ${file}\n`}`);
   }
 }
 
 main().catch(async (err) => {
   process.stderr.write(`bench: ${err.stack ?? err}\n`);
   if (err.output) process.stderr.write(`--- child output ---\n${err.output}\n`);
-  for (const c of started) if (c.output) process.stderr.write(`--- ${c.name} (last output) ---\n${c.output}\n`);
+  dumpChildren();
   await stopAll();
   process.exit(1);
 });

@@ -1,0 +1,121 @@
+// The load: a closed loop (N workers, each sending its next request as soon as the last answer is read
+// in full) for throughput and CPU per request, and an open loop (requests sent on a fixed schedule,
+// whatever the answers) for latency at a given rate. Every answer is checked; one bad answer stops the run.
+import { Pool } from 'undici';
+
+const prompt =
+  'I am planning a three-day trip to Paris in early spring and would like some help. ' +
+  'Please suggest an itinerary that balances museums, walking tours and good food, and keep travel ' +
+  'between places short. I prefer quiet mornings, one big museum per day at most, and I would like ' +
+  'at least one evening by the river. Tell me which neighbourhoods are best to stay in for this plan, ' +
+  'roughly what a mid-range hotel costs there, and whether a museum pass is worth it for three days. ' +
+  'If it rains on one of the days, what indoor alternatives would you recommend instead of the ' +
+  'walking tour? Also list two or three bakeries or small restaurants near each stop, and one thing ' +
+  'that most visitors miss but locals like. Keep the answer short and practical, with times of day.';
+
+const bodies = new Map();
+/** The chat request (904 bytes with the paid model): system + user message, no max_tokens unless given. */
+export function bodyFor(model, mode, extra = {}) {
+  const key = `${model}|${mode}|${JSON.stringify(extra)}`;
+  let b = bodies.get(key);
+  if (!b) {
+    b = Buffer.from(
+      JSON.stringify({
+        model,
+        messages: [
+          { role: 'system', content: 'You are a concise travel assistant.' },
+          { role: 'user', content: prompt },
+        ],
+        temperature: 0.7,
+        ...(mode === 'sse' ? { stream: true } : {}),
+        ...extra,
+      }),
+    );
+    bodies.set(key, b);
+  }
+  return b;
+}
+
+export function checkAnswer(target, mode, status, text) {
+  const ok =
+    status === 200 &&
+    (mode === 'sse'
+      ? text.endsWith('data: [DONE]\n\n') && text.includes('"usage"')
+      : text.includes('"usage"') && (!target.expectCost || text.includes('"cost"')));
+  if (!ok) throw new Error(`${target.label} ${mode}: unexpected answer ${status}: ${text.slice(0, 400)}`);
+}
+
+async function one(pool, target, mode, body) {
+  const res = await pool.request({ method: 'POST', path: target.path, headers: target.headers, body });
+  const text = await res.body.text();
+  checkAnswer(target, mode, res.statusCode, text);
+}
+
+/** Closed loop: `n` requests from `concurrency` workers. Latencies in ms, request sent to last byte read. */
+export async function runLoad(target, mode, n, concurrency) {
+  const latencies = new Float64Array(n);
+  const body = bodyFor(target.model, mode);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++) {
+      const t0 = performance.now();
+      target.sent++;
+      await one(target.pool, target, mode, body);
+      latencies[i] = performance.now() - t0;
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return { elapsedMs: performance.now() - t0, latencies };
+}
+
+/** The open loop's own connections to a target: enough that no request waits for one. */
+export function latencyPool(target) {
+  target.latencyPool ??= new Pool(target.base, { connections: 256, headersTimeout: 10_000, bodyTimeout: 10_000 });
+  return target.latencyPool;
+}
+
+/**
+ * Open loop: `rate` requests per second for `seconds`, each sent at its scheduled time (timers
+ * have 1 ms granularity: requests that fall due together are sent together) whatever the earlier
+ * answers. Latency is from the moment a request is sent to its last byte. `behindMs` is how late
+ * the load generator itself fell behind the schedule at worst (large: the figures mean little).
+ */
+export async function runOpenLoop(target, mode, rate, seconds) {
+  const total = Math.max(1, Math.round(rate * seconds));
+  const latencies = new Float64Array(total);
+  const body = bodyFor(target.model, mode);
+  const pool = latencyPool(target);
+  const interval = 1000 / rate;
+  let issued = 0;
+  let done = 0;
+  let behindMs = 0;
+  const t0 = performance.now();
+  await new Promise((resolve, reject) => {
+    let failed = false;
+    const fire = (i) => {
+      const sentAt = performance.now();
+      target.sent++;
+      one(pool, target, mode, body).then(
+        () => {
+          latencies[i] = performance.now() - sentAt;
+          if (++done === total) resolve();
+        },
+        (err) => {
+          failed = true;
+          reject(err);
+        },
+      );
+    };
+    const tick = () => {
+      if (failed) return;
+      const now = performance.now();
+      const due = Math.min(total, Math.floor((now - t0) / interval) + 1);
+      if (issued < due) behindMs = Math.max(behindMs, now - (t0 + issued * interval));
+      while (issued < due) fire(issued++);
+      if (issued < total) setTimeout(tick, Math.max(0, t0 + issued * interval - performance.now()));
+    };
+    tick();
+  });
+  return { elapsedMs: performance.now() - t0, latencies, behindMs, rate: (total * 1000) / (performance.now() - t0) };
+}

@@ -1,0 +1,85 @@
+// Figures and tables of a bench run, and the summary of a --profile run's .cpuprofile.
+import { readFileSync } from 'node:fs';
+
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+export const sortedLatencies = (runs) => Float64Array.from(runs.flatMap((r) => Array.from(r.latencies))).sort();
+
+export const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : String(n));
+
+/** Prints rows (arrays of strings) as aligned columns; the first `left` columns are left-aligned. */
+export function printRows(rows, left = 2, out = process.stdout) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  for (const [i, r] of rows.entries()) {
+    out.write(
+      `${r
+        .map((c, j) => (j < left ? (c ?? '').padEnd(widths[j]) : (c ?? '').padStart(widths[j])))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
+    if (i === 0) out.write(`${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profile summary (--profile): the top self-time functions of Tollgate's .cpuprofile.
+
+function shortUrl(url, root) {
+  if (!url) return '';
+  const p = url.replace(/^file:\/\//, '');
+  const nm = p.lastIndexOf('/node_modules/');
+  if (nm >= 0) return p.slice(nm + '/node_modules/'.length);
+  return p.startsWith(root) ? p.slice(root.length + 1) : p;
+}
+
+function area(url, root) {
+  const u = shortUrl(url, root);
+  if (!u) return '(native / VM)';
+  if (u.startsWith('node:')) return 'node core';
+  if (u.startsWith('dist/')) return `tollgate ${u.split('/').slice(0, 2).join('/').replace(/\.js$/, '')}`;
+  const parts = u.split('/');
+  return parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
+}
+
+export function summarizeProfile(file, root, top = 10) {
+  const prof = JSON.parse(readFileSync(file, 'utf8'));
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  for (let i = 0; i < prof.samples.length; i++) {
+    const node = byId.get(prof.samples[i]);
+    self.set(node, (self.get(node) ?? 0) + (prof.timeDeltas[i] ?? 0));
+  }
+  const byFn = new Map();
+  const byArea = new Map();
+  let total = 0;
+  for (const [node, us] of self) {
+    const cf = node.callFrame;
+    if (cf.functionName === '(idle)') continue;
+    total += us;
+    const k = `${cf.functionName || '(anonymous)'}  ${shortUrl(cf.url, root)}${cf.url ? `:${cf.lineNumber + 1}` : ''}`;
+    byFn.set(k, (byFn.get(k) ?? 0) + us);
+    const a = cf.url ? area(cf.url, root) : cf.functionName;
+    byArea.set(a, (byArea.get(a) ?? 0) + us);
+  }
+  const pct = (us) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
+  const list = (m, n) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, us]) => `  ${pct(us)}  ${fmt(us / 1000).padStart(6)} ms  ${k}`)
+      .join('\n');
+  return (
+    `profile ${file}: ${fmt(total / 1000)} ms of CPU samples (idle excluded)\n` +
+    `top ${top} functions by self time:\n${list(byFn, top)}\n` +
+    `self time by area:\n${list(byArea, 15)}\n`
+  );
+}
