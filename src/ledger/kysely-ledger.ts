@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter, sql, type ControlledTransaction, type Kysely, type Selectable } from 'kysely';
+import { PostgresAdapter, sql, type ControlledTransaction, type Kysely } from 'kysely';
 import { commitUpdates } from './commit-updates.js';
 import { listAccounts, listGenerations, spend } from './report-queries.js';
+import { big, bool, num, toAccount, toGeneration } from './rows.js';
 import { addRollups, rollupDeltas } from './spend-rollups.js';
 import type {
   Account,
   AccountQuery,
   AccountSnapshot,
-  AccountType,
   Charge,
   CreditKind,
   Generation,
@@ -29,11 +29,8 @@ import type {
 import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
 import { periodKeys, type LimitReset } from './periods.js';
-import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
+import type { ApiKeysTable, Database, GenerationsTable } from './schema.js';
 
-const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
-const num = (v: unknown): number => Number(v);
-const bool = (v: unknown): boolean => Number(v) !== 0;
 const flag = (b: boolean): number => (b ? 1 : 0);
 
 function generationRow(c: Charge): GenerationsTable {
@@ -54,19 +51,6 @@ function generationRow(c: Charge): GenerationsTable {
     usage_source: c.usageSource,
     created_at: c.createdAt,
     latency_ms: c.latencyMs,
-  };
-}
-
-function toAccount(row: Selectable<AccountsTable>): Account {
-  return {
-    id: row.id,
-    name: row.name,
-    type: row.type as AccountType,
-    balance: big(row.balance),
-    totalPurchased: big(row.total_purchased),
-    totalUsage: big(row.total_usage),
-    createdAt: num(row.created_at),
-    freeModelLimitsExempt: bool(row.free_model_limits_exempt),
   };
 }
 
@@ -92,27 +76,6 @@ const toSecret = (row: { secret_hash: string; valid_until: unknown }): KeySecret
   secretHash: row.secret_hash,
   validUntil: row.valid_until === null ? null : num(row.valid_until),
 });
-
-function toGeneration(row: GenerationsTable): Generation {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    keyHash: row.key_hash,
-    model: row.model,
-    provider: row.provider,
-    tokensPrompt: num(row.tokens_prompt),
-    tokensCompletion: num(row.tokens_completion),
-    totalCost: big(row.total_cost),
-    byokUsage: big(row.byok_usage),
-    isByok: bool(row.is_byok),
-    streamed: bool(row.streamed),
-    cancelled: bool(row.cancelled),
-    finishReason: row.finish_reason,
-    usageSource: row.usage_source === 'upstream' || row.usage_source === 'counted' ? row.usage_source : null,
-    createdAt: num(row.created_at),
-    latencyMs: num(row.latency_ms),
-  };
-}
 
 /**
  * How long a read waits for the database before it is answered ledger_unavailable (CONTRACT §8: no
