@@ -57,7 +57,11 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
-  restrict(['src/errors.ts', 'src/error-body.ts', 'src/clock.ts', 'src/config/**', 'src/observability/**', 'src/tokenizer/**', 'src/events/**'], outward.leaves, framework),
+  restrict(
+    ['src/errors.ts', 'src/error-body.ts', 'src/clock.ts', 'src/config/**', 'src/observability/**', 'src/tokenizer/**', 'src/events/**'],
+    outward.leaves,
+    framework,
+  ),
   restrict(['src/{ledger,limits,providers,security,plugins}/**'], outward.stores, framework),
   restrict(['src/{admission,routing}/**'], outward.decisions, framework),
   restrict(['src/{chat,admin}/**'], outward.services, framework),

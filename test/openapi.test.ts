@@ -154,7 +154,9 @@ describe('the OpenAPI document', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe((JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version);
     expect(doc.info.description).toContain('demo/echo:free');
-    expect(doc.paths['/api/v1/chat/completions'].post.requestBody.content['application/json'].example.model).toBe('demo/echo');
+    const chatBody = doc.paths['/api/v1/chat/completions'].post.requestBody.content['application/json'];
+    expect(chatBody.example.model).toBe('demo/echo');
+    expectMatches('openapi.json#/components/schemas/ChatRequest', chatBody.example, 'the example chat request');
     expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminToken', 'apiKey', 'managementKey', 'metricsToken']);
     // Every error response of every operation is one of the shared responses, whose body is the Error component.
     for (const [path, item] of Object.entries(doc.paths as Json)) {
