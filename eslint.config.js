@@ -1,6 +1,6 @@
 // ESLint: typescript-eslint's recommended rules, plus the dependency direction of DESIGN.md encoded as
 // import restrictions. Layers, innermost first:
-//   errors, clock, config, observability, tokenizer, events    (leaves: import nothing of the app)
+//   errors, error-body, clock, config, observability, tokenizer, events (leaves: import nothing of the app)
 //   ledger, limits, providers, security, plugins               (stores and adapters)
 //   admission, routing                                         (decisions)
 //   chat, admin                                                (services)
@@ -57,7 +57,11 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
-  restrict(['src/errors.ts', 'src/clock.ts', 'src/config/**', 'src/observability/**', 'src/tokenizer/**', 'src/events/**'], outward.leaves, framework),
+  restrict(
+    ['src/errors.ts', 'src/error-body.ts', 'src/clock.ts', 'src/config/**', 'src/observability/**', 'src/tokenizer/**', 'src/events/**'],
+    outward.leaves,
+    framework,
+  ),
   restrict(['src/{ledger,limits,providers,security,plugins}/**'], outward.stores, framework),
   restrict(['src/{admission,routing}/**'], outward.decisions, framework),
   restrict(['src/{chat,admin}/**'], outward.services, framework),

@@ -1,38 +1,19 @@
-import { z } from 'zod';
 import type { AccountMoney } from '../admission/account-money.js';
 import type { Admission } from '../admission/admission.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { GatewayError, invalidRequest, notFound } from '../errors.js';
-import { accountTypes, type Account, type KeyRecord, type Accounts, type Keys } from '../ledger/ledger.js';
+import { type Account, type KeyRecord, type Accounts, type Keys } from '../ledger/ledger.js';
 import { creditsFromJson, creditsToJson } from '../ledger/money.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import type { KeyService } from './key-service.js';
-import { amountOf, isoDate, money, parseInput as parse } from './parse-input.js';
+import { amountOf, parseInput as parse } from './parse-input.js';
+import { byokSchema, creditsSchema, newAccountSchema } from './request-schemas.js';
+import type { AccountJson, DeletedJson, IssuedKeyInfoJson, KeyInfoJson } from './answer-schemas.js';
 import { accountView, keyInfoView } from './views.js';
 
 /** The most a balance or purchase total may reach: 9e9 credits keeps every amount inside a signed 64-bit column. */
 const MAX_TOTAL = creditsFromJson(9_000_000_000);
-
-const newAccountSchema = z.strictObject({
-  name: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(200),
-  type: z.enum(accountTypes as [string, ...string[]], { error: `must be one of ${accountTypes.join(', ')}` }).default('prepaid'),
-  created_at: isoDate.optional(),
-  free_model_limits_exempt: z.boolean({ error: 'must be true or false' }).default(false),
-});
-
-const creditsSchema = z.strictObject({
-  amount: money,
-  kind: z.enum(['purchase', 'adjustment'], { error: 'must be "purchase" or "adjustment"' }).default('purchase'),
-});
-
-const byokSchema = z.strictObject({
-  api_key: z
-    .string({ error: 'must be a string' })
-    .min(1, 'must not be empty')
-    .max(4096)
-    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces or control characters'),
-});
 
 /** Admin work, shared by the admin API and the CLI verbs. */
 export class AdminService {
@@ -52,11 +33,11 @@ export class AdminService {
     return account;
   }
 
-  private async keyInfo(key: KeyRecord) {
+  private async keyInfo(key: KeyRecord): Promise<KeyInfoJson> {
     return keyInfoView(key, (await this.money.keyView(key.accountId, key.hash)).key);
   }
 
-  async createAccount(body: unknown) {
+  async createAccount(body: unknown): Promise<AccountJson> {
     const input = parse(newAccountSchema, body);
     const account = await this.ledger.createAccount({
       name: input.name,
@@ -67,12 +48,12 @@ export class AdminService {
     return this.view(account);
   }
 
-  async getAccount(id: string) {
+  async getAccount(id: string): Promise<AccountJson> {
     return this.view(await this.account(id));
   }
 
   /** An account, with where it stands against its in-flight spending budget. */
-  private async view(account: Account) {
+  private async view(account: Account): Promise<AccountJson> {
     const [status, current] = await Promise.all([this.admission.status(account), this.money.account(account)]);
     return {
       ...accountView(current),
@@ -80,7 +61,7 @@ export class AdminService {
     };
   }
 
-  async addCredits(id: string, body: unknown) {
+  async addCredits(id: string, body: unknown): Promise<AccountJson> {
     const input = parse(creditsSchema, body);
     const amount = amountOf('amount', input.amount, input.kind === 'adjustment');
     if (amount === 0n) throw invalidRequest('amount: must not be zero', { field: 'amount' });
@@ -95,33 +76,33 @@ export class AdminService {
   }
 
   /** A new key (an inference key, or a management key with `management: true`); its secret is shown once, here. */
-  async createKey(accountId: string, body: unknown) {
+  async createKey(accountId: string, body: unknown): Promise<IssuedKeyInfoJson> {
     const input = this.keys.parseNew(body, 'operator');
     await this.account(accountId);
     const { key, record } = await this.keys.create(accountId, input);
     return { key, data: await this.keyInfo(record) };
   }
 
-  async listKeys(accountId: string) {
+  async listKeys(accountId: string): Promise<KeyInfoJson[]> {
     await this.account(accountId);
     const keys = await this.ledger.listKeys(accountId);
     return Promise.all(keys.map((k) => this.keyInfo(k)));
   }
 
-  async patchKey(hash: string, body: unknown) {
+  async patchKey(hash: string, body: unknown): Promise<KeyInfoJson> {
     const updated = await this.keys.update(hash, this.keys.parsePatch(body));
     if (!updated) throw notFound(`no key with hash "${hash}"`);
     return this.keyInfo(updated);
   }
 
   /** A new secret for the key (same hash, usage and limits), shown once; the old one works `grace_seconds` more. */
-  async rotateKey(hash: string, body: unknown) {
+  async rotateKey(hash: string, body: unknown): Promise<IssuedKeyInfoJson> {
     const rotated = await this.keys.rotate(hash, this.keys.parseRotation(body));
     if (!rotated) throw notFound(`no key with hash "${hash}"`);
     return { key: rotated.key, data: await this.keyInfo(rotated.record) };
   }
 
-  async deleteKey(hash: string) {
+  async deleteKey(hash: string): Promise<DeletedJson> {
     if (!(await this.keys.delete(hash))) throw notFound(`no key with hash "${hash}"`);
     return { deleted: true };
   }

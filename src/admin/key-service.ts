@@ -1,60 +1,9 @@
-import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { invalidRequest } from '../errors.js';
 import type { KeyPatch, KeyRecord, Keys, NewKey } from '../ledger/ledger.js';
 import { generateApiKey, hashApiKey, labelOf } from '../security/api-key.js';
-import { amountOf, isoDate, money, parseInput } from './parse-input.js';
-
-/** The longest a rotated-out secret keeps working: 30 days. */
-export const MAX_GRACE_SECONDS = 30 * 24 * 3600;
-
-const bool = z.boolean({ error: 'must be true or false' });
-const fields = {
-  name: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') }).max(200, 'must be at most 200 characters'),
-  limit: money.nullable(),
-  limit_reset: z.enum(['daily', 'weekly', 'monthly'], { error: 'must be "daily", "weekly", "monthly" or null' }).nullable(),
-  include_byok_in_limit: bool,
-  expires_at: isoDate.nullable(),
-};
-
-/** POST /api/v1/admin/accounts/:id/keys (CONTRACT §4, §9). */
-const adminNewKeySchema = z.strictObject({
-  name: fields.name.optional(),
-  limit: fields.limit.optional(),
-  limit_reset: fields.limit_reset.optional(),
-  include_byok_in_limit: fields.include_byok_in_limit.optional(),
-  expires_at: fields.expires_at.optional(),
-  management: bool.optional(),
-});
-
-/** POST /api/v1/keys (CONTRACT §9): a name is required, and management keys are the operator's to make. */
-const ownerNewKeySchema = z.strictObject({
-  name: fields.name.min(1, 'must not be empty'),
-  limit: fields.limit.optional(),
-  limit_reset: fields.limit_reset.optional(),
-  include_byok_in_limit: fields.include_byok_in_limit.optional(),
-  expires_at: fields.expires_at.optional(),
-});
-
-/** PATCH /api/v1/admin/keys/:hash and /api/v1/keys/:hash. */
-const keyPatchSchema = z.strictObject({
-  name: fields.name.optional(),
-  limit: fields.limit.optional(),
-  limit_reset: fields.limit_reset.optional(),
-  include_byok_in_limit: fields.include_byok_in_limit.optional(),
-  disabled: bool.optional(),
-  expires_at: fields.expires_at.optional(),
-});
-
-/** POST …/keys/:hash/rotate. */
-const rotationSchema = z.strictObject({
-  grace_seconds: z
-    .number({ error: 'must be a number of seconds' })
-    .int('must be a whole number of seconds')
-    .min(0, 'must not be negative')
-    .max(MAX_GRACE_SECONDS, `must be at most ${MAX_GRACE_SECONDS} (30 days)`)
-    .optional(),
-});
+import { amountOf, parseInput } from './parse-input.js';
+import { adminNewKeySchema, keyPatchSchema, ownerNewKeySchema, rotationSchema } from './request-schemas.js';
 
 /** Who asks for a new key: the operator (admin API, CLI) or the account's management key. */
 export type KeyIssuer = 'operator' | 'owner';

@@ -1,23 +1,14 @@
-import { z } from 'zod';
 import type { AccountMoney } from '../admission/account-money.js';
 import { notFound } from '../errors.js';
 import type { KeyRecord, Keys } from '../ledger/ledger.js';
 import type { KeyService } from './key-service.js';
 import { parseInput } from './parse-input.js';
+import { keysListQuerySchema } from './request-schemas.js';
+import type { DeletedJson, IssuedManagedKeyJson, ManagedKeyAnswerJson, ManagedKeyJson, ManagedKeyListJson } from './answer-schemas.js';
 import { managedKeyView } from './views.js';
 
 /** Keys a page of GET /api/v1/keys holds (CONTRACT §9). */
 export const KEYS_PAGE_SIZE = 100;
-
-const listQuerySchema = z.object({
-  offset: z
-    .string()
-    .regex(/^\d{1,9}$/, 'must be a whole number, 0 or more')
-    .transform(Number)
-    .optional(),
-  include_disabled: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
-  workspace_id: z.string().optional(),
-});
 
 /**
  * The self-service management API (CONTRACT §9): a management key manages the inference keys of its
@@ -31,7 +22,7 @@ export class ManagementService {
     private readonly money: AccountMoney,
   ) {}
 
-  private async view(key: KeyRecord) {
+  private async view(key: KeyRecord): Promise<ManagedKeyJson> {
     return managedKeyView(key, (await this.money.keyView(key.accountId, key.hash)).key);
   }
 
@@ -43,8 +34,8 @@ export class ManagementService {
   }
 
   /** GET /api/v1/keys?offset=&include_disabled=: a page of the account's inference keys, oldest first. */
-  async list(owner: KeyRecord, query: unknown) {
-    const q = parseInput(listQuerySchema, query);
+  async list(owner: KeyRecord, query: unknown): Promise<ManagedKeyListJson> {
+    const q = parseInput(keysListQuerySchema, query);
     // Keys carry their account as workspace_id: another workspace holds none of them.
     if (q.workspace_id !== undefined && q.workspace_id !== owner.accountId) return { data: [] };
     const keys = await this.ledger.listKeys(owner.accountId, {
@@ -55,16 +46,16 @@ export class ManagementService {
     return { data: await Promise.all(keys.map((k) => this.view(k))) };
   }
 
-  async create(owner: KeyRecord, body: unknown) {
+  async create(owner: KeyRecord, body: unknown): Promise<IssuedManagedKeyJson> {
     const { key, record } = await this.keys.create(owner.accountId, this.keys.parseNew(body, 'owner'));
     return { data: await this.view(record), key };
   }
 
-  async get(owner: KeyRecord, hash: string) {
+  async get(owner: KeyRecord, hash: string): Promise<ManagedKeyAnswerJson> {
     return { data: await this.view(await this.owned(owner, hash)) };
   }
 
-  async update(owner: KeyRecord, hash: string, body: unknown) {
+  async update(owner: KeyRecord, hash: string, body: unknown): Promise<ManagedKeyAnswerJson> {
     const patch = this.keys.parsePatch(body);
     await this.owned(owner, hash);
     const updated = await this.keys.update(hash, patch);
@@ -72,7 +63,7 @@ export class ManagementService {
     return { data: await this.view(updated) };
   }
 
-  async rotate(owner: KeyRecord, hash: string, body: unknown) {
+  async rotate(owner: KeyRecord, hash: string, body: unknown): Promise<IssuedManagedKeyJson> {
     const grace = this.keys.parseRotation(body);
     await this.owned(owner, hash);
     const rotated = await this.keys.rotate(hash, grace);
@@ -80,9 +71,9 @@ export class ManagementService {
     return { key: rotated.key, data: await this.view(rotated.record) };
   }
 
-  async delete(owner: KeyRecord, hash: string) {
+  async delete(owner: KeyRecord, hash: string): Promise<DeletedJson> {
     await this.owned(owner, hash);
     if (!(await this.keys.delete(hash))) throw notFound(`no key with hash "${hash}"`);
-    return { deleted: true as const };
+    return { deleted: true };
   }
 }

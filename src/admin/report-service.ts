@@ -1,9 +1,18 @@
-import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { invalidRequest, notFound } from '../errors.js';
-import type { Accounts, GenerationStatus, KeyRecord, Reports, SpendDimension, SpendRow } from '../ledger/ledger.js';
+import type { Accounts, KeyRecord, Reports, SpendDimension, SpendRow } from '../ledger/ledger.js';
 import { creditsToJson } from '../ledger/money.js';
 import { parseInput } from './parse-input.js';
+import {
+  accountsQuery,
+  activityQuery,
+  generationsQuery,
+  spendQuery,
+  type AccountPage,
+  type ActivityAnswer,
+  type GenerationPage,
+  type SpendReport,
+} from './report-schemas.js';
 import { accountView, generationAdminView } from './views.js';
 
 const HOUR_MS = 3_600_000;
@@ -12,70 +21,6 @@ const DAY_MS = 86_400_000;
 const MAX_RANGE_MS = { hour: 31 * DAY_MS, day: 400 * DAY_MS } as const;
 /** Activity (CONTRACT §9) covers the last 30 UTC days, today included. */
 const ACTIVITY_DAYS = 30;
-
-const wholeNumber = (max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,9}$/, 'must be a whole number, 0 or more')
-    .transform(Number)
-    .refine((n) => n <= max, `must be at most ${max}`);
-const pageSize = (max: number) => wholeNumber(max).refine((n) => n >= 1, 'must be at least 1');
-
-/** A time in a query: ISO 8601 (a date, or a date-time with its offset) or epoch milliseconds. */
-const time = z
-  .string()
-  .transform((v, ctx) => {
-    const ms = /^\d{1,15}$/.test(v) ? Number(v) : /^\d{4}-\d{2}-\d{2}(T.*(Z|[+-]\d{2}:\d{2}))?$/.test(v) ? Date.parse(v) : NaN;
-    if (Number.isNaN(ms)) {
-      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date (2026-01-31) or date-time with offset (2026-01-31T12:00:00Z), or epoch milliseconds' });
-      return z.NEVER;
-    }
-    return ms;
-  })
-  .optional();
-
-const accountsQuery = z.strictObject({
-  search: z.string().max(200, 'must be at most 200 characters').optional(),
-  offset: wholeNumber(1e9).optional(),
-  limit: pageSize(200).optional(),
-});
-
-const statuses = ['completed', 'cancelled', 'error'] as const satisfies readonly GenerationStatus[];
-const generationsQuery = z.strictObject({
-  key: z.string().min(1).optional(),
-  model: z.string().min(1).optional(),
-  status: z.enum(statuses, { error: `must be one of ${statuses.join(', ')}` }).optional(),
-  from: time,
-  to: time,
-  offset: wholeNumber(1e9).optional(),
-  limit: pageSize(500).optional(),
-});
-
-const dimensions = ['account', 'key', 'model', 'provider'] as const satisfies readonly SpendDimension[];
-const spendQuery = z.strictObject({
-  from: time,
-  to: time,
-  bucket: z.enum(['hour', 'day'], { error: 'must be hour or day' }).optional(),
-  by: z
-    .string()
-    .transform((v) => (v === '' ? [] : v.split(',').map((d) => d.trim())))
-    .pipe(z.array(z.enum(dimensions, { error: `each must be one of ${dimensions.join(', ')}` })))
-    .optional(),
-  account: z.string().min(1).optional(),
-  key: z.string().min(1).optional(),
-});
-
-const activityQuery = z.object({
-  date: z
-    .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a UTC date, YYYY-MM-DD')
-    .optional(),
-  api_key_hash: z.string().min(1).optional(),
-  // The SDK's other parameters mean nothing here (one workspace an account).
-  user_id: z.string().optional(),
-  group_by: z.string().optional(),
-  workspace_id: z.string().optional(),
-});
 
 const floorTo = (ms: number, width: number) => Math.floor(ms / width) * width;
 const ceilTo = (ms: number, width: number) => Math.ceil(ms / width) * width;
@@ -104,7 +49,7 @@ export class ReportService {
   ) {}
 
   /** GET /api/v1/admin/accounts?search=&offset=&limit=: accounts, oldest first, a page at a time. */
-  async accounts(query: unknown) {
+  async accounts(query: unknown): Promise<AccountPage> {
     const q = parseInput(accountsQuery, query);
     const offset = q.offset ?? 0;
     const limit = q.limit ?? 50;
@@ -113,7 +58,7 @@ export class ReportService {
   }
 
   /** GET /api/v1/admin/accounts/:id/generations: an account's generations, newest first, filtered, a page at a time. */
-  async generations(accountId: string, query: unknown) {
+  async generations(accountId: string, query: unknown): Promise<GenerationPage> {
     const q = parseInput(generationsQuery, query);
     if (!(await this.ledger.getAccount(accountId))) throw notFound(`no account with id "${accountId}"`);
     const offset = q.offset ?? 0;
@@ -136,7 +81,7 @@ export class ReportService {
    * per hour or UTC day and per account, key, model or provider (any of them, comma-separated).
    * Defaults: the last 30 days by day and model. The range is widened to whole hours or days.
    */
-  async spend(query: unknown) {
+  async spend(query: unknown): Promise<SpendReport> {
     const q = parseInput(spendQuery, query);
     const bucket = q.bucket ?? 'day';
     const width = bucket === 'day' ? DAY_MS : HOUR_MS;
@@ -163,7 +108,7 @@ export class ReportService {
    * GET /api/v1/activity?date=&api_key_hash= for a management key (CONTRACT §9): its account's spend
    * per UTC day, model and provider over the last 30 days, in the SDK's ActivityItem shape.
    */
-  async activity(owner: KeyRecord, query: unknown) {
+  async activity(owner: KeyRecord, query: unknown): Promise<ActivityAnswer> {
     const q = parseInput(activityQuery, query);
     const today = floorTo(this.clock.now(), DAY_MS);
     const first = today - (ACTIVITY_DAYS - 1) * DAY_MS;

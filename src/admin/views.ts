@@ -3,10 +3,11 @@ import { limitRemaining } from '../ledger/key-limit.js';
 import type { Account, Generation, KeyRecord, KeyUsage } from '../ledger/ledger.js';
 import { freeDailyLimit, isFreeTier } from '../admission/free-limits.js';
 import { creditsToJson } from '../ledger/money.js';
+import type { AccountCoreJson, KeyInfoJson, KeyStatusJson, ManagedKeyJson } from './answer-schemas.js';
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function accountView(a: Account) {
+export function accountView(a: Account): AccountCoreJson {
   return {
     id: a.id,
     name: a.name,
@@ -19,7 +20,7 @@ export function accountView(a: Account) {
   };
 }
 
-export function keyInfoView(k: KeyRecord, usage: KeyUsage) {
+export function keyInfoView(k: KeyRecord, usage: KeyUsage): KeyInfoJson {
   const remaining = limitRemaining(k, usage);
   return {
     hash: k.hash,
@@ -46,7 +47,7 @@ export function keyInfoView(k: KeyRecord, usage: KeyUsage) {
  * A key as the management API answers it (CONTRACT §9): the shape of OpenRouter's SDK (`Key`), with
  * neutral values where a field means nothing here. `workspace_id` is the key's account.
  */
-export function managedKeyView(k: KeyRecord, usage: KeyUsage) {
+export function managedKeyView(k: KeyRecord, usage: KeyUsage): ManagedKeyJson {
   const remaining = limitRemaining(k, usage);
   return {
     hash: k.hash,
@@ -75,7 +76,7 @@ export function managedKeyView(k: KeyRecord, usage: KeyUsage) {
 }
 
 /** GET /api/v1/key: the key's limits and usage, in the shape OpenRouter's SDK parses. */
-export function keyStatusView(config: Config, k: KeyRecord, usage: KeyUsage, account: Account, freeRequestsToday: number) {
+export function keyStatusView(config: Config, k: KeyRecord, usage: KeyUsage, account: Account, freeRequestsToday: number): KeyStatusJson {
   const info = keyInfoView(k, usage);
   const dailyLimit = freeDailyLimit(config, account);
   return {
@@ -116,7 +117,7 @@ export function generationAdminView(g: Generation) {
     key_hash: g.keyHash,
     model: g.model,
     provider: g.provider,
-    status: g.cancelled ? 'cancelled' : g.finishReason === 'error' ? 'error' : 'completed',
+    status: g.cancelled ? ('cancelled' as const) : g.finishReason === 'error' ? ('error' as const) : ('completed' as const),
     finish_reason: g.finishReason,
     tokens_prompt: g.tokensPrompt,
     tokens_completion: g.tokensCompletion,

@@ -2,6 +2,7 @@ import type { Admission } from '../admission/admission.js';
 import type { FreeModelLimits } from '../admission/free-limits.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
+import type { ErrorMetadata } from '../error-body.js';
 import { GatewayError, invalidRequest } from '../errors.js';
 import { accountOfKey } from '../ledger/account-of-key.js';
 import type { Accounts, Charges, KeyRecord } from '../ledger/ledger.js';
@@ -335,7 +336,7 @@ export class ChatService {
           ? err.failure
           : { kind: 'network', message: 'the stream failed' };
       const code = cancelled ? 503 : failure.kind === 'rate_limited' ? 429 : 502;
-      const metadata: Record<string, unknown> = { error_type: errorTypeOf(failure), provider_name: served.provider };
+      const metadata: ErrorMetadata = { error_type: errorTypeOf(failure), provider_name: served.provider };
       if (failure.code !== undefined) metadata.provider_code = failure.code;
       const message = cancelled ? failure.message : `upstream stream ended with an error: ${failure.message}`;
       yield `data: ${JSON.stringify(errorChunk(served, code, message, metadata))}\n\n`;

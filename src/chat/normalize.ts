@@ -2,6 +2,8 @@ import type { TokenUsage } from '../ledger/pricing.js';
 import { billedCompletionTokens } from '../ledger/pricing.js';
 import { creditsToJson, type Nano } from '../ledger/money.js';
 import type { Chunk, StreamEvent } from '../providers/provider.js';
+import type { ErrorMetadata } from '../error-body.js';
+import type { ChatCompletionChunkJson, ChatCompletionJson, ChatUsageJson } from './answer-schemas.js';
 import { objectMembers, spliceObject, type Member } from './json-members.js';
 
 /** Who served a request, as the answer reports it. */
@@ -16,9 +18,9 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The answer's `usage`: billed token counts and the cost charged, as OpenRouter reports them. */
-export function usageBody(usage: TokenUsage, cost: Nano, isByok: boolean, upstream?: unknown): Obj {
+export function usageBody(usage: TokenUsage, cost: Nano, isByok: boolean, upstream?: unknown): ChatUsageJson {
   const completion = billedCompletionTokens(usage);
-  const out: Obj = {
+  const out: ChatUsageJson = {
     prompt_tokens: usage.promptTokens,
     completion_tokens: completion,
     total_tokens: usage.promptTokens + completion,
@@ -77,7 +79,7 @@ function hasDuplicateKeys(members: readonly Member[]): boolean {
 }
 
 /** A whole (non-streamed) upstream answer, rewritten as the gateway's own. */
-export function normalizeAnswer(body: Chunk, served: Served, usage: Obj): Obj {
+export function normalizeAnswer(body: Chunk, served: Served, usage: ChatUsageJson): ChatCompletionJson {
   return {
     ...body,
     id: served.id,
@@ -86,7 +88,8 @@ export function normalizeAnswer(body: Chunk, served: Served, usage: Obj): Obj {
     model: served.model,
     provider: served.provider,
     system_fingerprint: typeof body.system_fingerprint === 'string' ? body.system_fingerprint : null,
-    choices: normalizeChoices(body.choices, 'message'),
+    // The upstream's choices, relayed: each has its index, finish_reason and an assistant message.
+    choices: normalizeChoices(body.choices, 'message') as ChatCompletionJson['choices'],
     usage,
   };
 }
@@ -97,7 +100,7 @@ const ANSWER_REPLACED = new Set(['id', 'object', 'created', 'model', 'provider',
  * The text of `normalizeAnswer(body, served, usage)`, spliced from the upstream's text when its
  * choices need no change (the usual case): only the gateway's fields are written anew.
  */
-export function normalizeAnswerText(text: string, body: Chunk, served: Served, usage: Obj): string {
+export function normalizeAnswerText(text: string, body: Chunk, served: Served, usage: ChatUsageJson): string {
   const members = choicesClean(body.choices, 'message') ? objectMembers(text) : undefined;
   if (!members || hasDuplicateKeys(members)) return JSON.stringify(normalizeAnswer(body, served, usage));
   const created = typeof body.created === 'number' && body.created > 0 ? Math.floor(body.created) : served.created;
@@ -141,10 +144,11 @@ export function relayedChunkText(event: StreamEvent, served: Served, head: strin
  * One upstream stream chunk as the gateway relays it, or undefined when nothing is left to relay
  * (a usage-only chunk: the gateway sends its own usage chunk with the cost at the end).
  */
-export function normalizeChunk(chunk: Chunk, served: Served): Obj | undefined {
-  const choices = normalizeChoices(chunk.choices, 'delta');
+export function normalizeChunk(chunk: Chunk, served: Served): ChatCompletionChunkJson | undefined {
+  // The upstream's choices, relayed: each has its index, finish_reason and delta.
+  const choices = normalizeChoices(chunk.choices, 'delta') as ChatCompletionChunkJson['choices'];
   if (choices.length === 0) return undefined;
-  const out: Obj = {
+  const out: ChatCompletionChunkJson = {
     ...chunk,
     id: served.id,
     object: 'chat.completion.chunk',
@@ -160,7 +164,7 @@ export function normalizeChunk(chunk: Chunk, served: Served): Obj | undefined {
 }
 
 /** The last chunk of every stream: no choices, the usage with its cost. */
-export function usageChunk(served: Served, usage: Obj): Obj {
+export function usageChunk(served: Served, usage: ChatUsageJson): ChatCompletionChunkJson {
   return {
     id: served.id,
     object: 'chat.completion.chunk',
@@ -173,7 +177,7 @@ export function usageChunk(served: Served, usage: Obj): Obj {
 }
 
 /** The spec's mid-stream error event (CONTRACT §6). */
-export function errorChunk(served: Served, code: number, message: string, metadata?: Obj): Obj {
+export function errorChunk(served: Served, code: number, message: string, metadata?: ErrorMetadata): ChatCompletionChunkJson {
   return {
     id: served.id,
     object: 'chat.completion.chunk',

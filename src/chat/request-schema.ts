@@ -20,27 +20,41 @@ const message = z.looseObject({
  * A chat-completions request: OpenAI's fields (passed on to the upstream as they are) plus
  * OpenRouter's routing fields (consumed here).
  */
-export const chatRequestSchema = z.looseObject({
-  model: z.string({ error: 'must be a string' }).min(1).optional(),
-  models: z.array(z.string().min(1), { error: 'must be an array of model ids' }).max(16).optional(),
-  messages: z.array(message, { error: 'must be an array of messages' }).min(1, 'must hold at least one message'),
-  stream: z.boolean({ error: 'must be true or false' }).optional(),
-  max_tokens: tokens.nullish(),
-  max_completion_tokens: tokens.nullish(),
-  n: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(128, 'must be at most 128').nullish(),
-  provider: z
-    .looseObject({
-      order: providerIds.optional(),
-      only: providerIds.optional(),
-      ignore: providerIds.optional(),
-      allow_fallbacks: z.boolean().optional(),
-    })
-    .optional(),
-  plugins: z
-    .array(z.looseObject({ id: z.string().min(1) }))
-    .max(8)
-    .optional(),
-});
+export const chatRequestSchema = z
+  .looseObject({
+    model: z.string({ error: 'must be a string' }).min(1).optional().meta({ description: 'A model id from GET /api/v1/models' }),
+    models: z
+      .array(z.string().min(1), { error: 'must be an array of model ids' })
+      .max(16)
+      .optional()
+      .meta({ description: 'Fallback models, tried in order when the first cannot serve the request' }),
+    messages: z.array(message, { error: 'must be an array of messages' }).min(1, 'must hold at least one message'),
+    stream: z
+      .boolean({ error: 'must be true or false' })
+      .optional()
+      .meta({ description: 'true: server-sent events, the usage with its cost in the last chunk' }),
+    max_tokens: tokens.nullish(),
+    max_completion_tokens: tokens.nullish(),
+    n: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(128, 'must be at most 128').nullish(),
+    provider: z
+      .looseObject({
+        order: providerIds.optional(),
+        only: providerIds.optional(),
+        ignore: providerIds.optional(),
+        allow_fallbacks: z.boolean().optional(),
+      })
+      .optional()
+      .meta({ description: 'Provider preferences: which providers to try, in what order' }),
+    plugins: z
+      .array(z.looseObject({ id: z.string().min(1) }))
+      .max(8)
+      .optional()
+      .meta({ description: 'Plugins, e.g. [{"id": "web"}]: web search results injected into the prompt' }),
+  })
+  .meta({
+    id: 'ChatRequest',
+    description: "OpenAI's chat completions request (its other fields are passed on to the provider as they are), with OpenRouter's routing fields",
+  });
 
 export type ChatRequest = z.output<typeof chatRequestSchema>;
 

@@ -7,7 +7,9 @@ import { registerAdminRoutes } from './routes/admin.js';
 import { registerChatRoute } from './routes/chat-completions.js';
 import { registerMetricsRoute } from './routes/metrics.js';
 import { registerManagementRoutes } from './routes/management.js';
+import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerPublicRoutes } from './routes/public.js';
+import type { DocumentedRoute } from './openapi-document.js';
 
 /** A request id a client may send (`X-Request-Id`) and have kept: short, and plain characters only. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -55,6 +57,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
   app.addContentTypeParser('*', { parseAs: 'string' }, parse);
   registerErrorHandling(app, deps.logger, deps.metrics);
+  // Every route registered from here on that carries its documentation (route-doc.ts) is in the OpenAPI document.
+  const documented: DocumentedRoute[] = [];
+  app.addHook('onRoute', (route) => {
+    const d = route.config?.openapi;
+    if (d) for (const method of [route.method].flat()) if (method !== 'HEAD') documented.push({ method, url: route.url, doc: d });
+  });
   // Browser apps of the configured origins may call the API (off unless listen.cors_origins is set).
   const origins = deps.config.listen.cors_origins;
   if (origins.length > 0) {
@@ -91,6 +99,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAdminRoutes(app, deps);
   registerMetricsRoute(app, deps);
   registerManagementRoutes(app, deps);
+  registerOpenApiRoute(app, deps, documented);
   return app;
 }
 

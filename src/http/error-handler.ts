@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import type { ErrorBody, ErrorMetadata } from '../error-body.js';
 import { type GatewayError, isGatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -6,7 +7,7 @@ import type { Metrics } from '../observability/metrics.js';
 export interface HttpError {
   status: number;
   headers: Record<string, string>;
-  body: { error: { code: number; message: string; metadata?: Record<string, unknown> } };
+  body: ErrorBody;
 }
 
 const FRAMEWORK_MESSAGES: Record<string, string> = {
@@ -35,8 +36,9 @@ export function toHttpError(err: unknown, log?: Logger, reqId?: string): HttpErr
 
 function fromGateway(err: GatewayError, log?: Logger, reqId?: string): HttpError {
   if (err.status >= 500 && err.code === 'internal') log?.error({ err, reqId }, err.message);
-  const error: HttpError['body']['error'] = { code: err.status, message: err.message };
-  if (err.metadata) error.metadata = err.metadata;
+  const error: ErrorBody['error'] = { code: err.status, message: err.message };
+  // An error's metadata is open (errorMetadataSchema): the fields it names are the ones errors set.
+  if (err.metadata) error.metadata = err.metadata as ErrorMetadata;
   return { status: err.status, headers: err.headers, body: { error } };
 }
 
@@ -54,6 +56,7 @@ export function registerErrorHandling(app: FastifyInstance, log: Logger, metrics
     void reply.code(e.status).headers(e.headers).send(e.body);
   });
   app.setNotFoundHandler((req, reply) => {
-    void reply.code(404).send({ error: { code: 404, message: `no route for ${req.method} ${req.url.split('?')[0]}` } });
+    const body: ErrorBody = { error: { code: 404, message: `no route for ${req.method} ${req.url.split('?')[0]}` } };
+    void reply.code(404).send(body);
   });
 }

@@ -1,9 +1,10 @@
 import type { Generation } from '../ledger/ledger.js';
 import { creditsToJson, formatPrice } from '../ledger/money.js';
 import type { CatalogModel } from '../routing/catalog.js';
+import type { GenerationJson, ModelJson } from './answer-schemas.js';
 
 /** A model as GET /api/v1/models lists it, in the shape OpenRouter's SDK parses. */
-export function modelView(m: CatalogModel, created: number) {
+export function modelView(m: CatalogModel, created: number): ModelJson {
   const p = m.endpoints[0]?.pricing;
   const price = (v: bigint | undefined) => formatPrice(v ?? 0n);
   return {
@@ -25,7 +26,7 @@ export function modelView(m: CatalogModel, created: number) {
 }
 
 /** A generation as GET /api/v1/generation answers it; fields that mean nothing here are null. */
-export function generationView(g: Generation) {
+export function generationView(g: Generation): GenerationJson {
   return {
     id: g.id,
     model: g.model,

@@ -1,10 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { KeyRecord } from '../../ledger/ledger.js';
+import { chatCompletionChunkSchema, chatCompletionSchema } from '../../chat/answer-schemas.js';
 import type { Started } from '../../chat/chat-service.js';
+import { chatRequestSchema } from '../../chat/request-schema.js';
 import { isGatewayError } from '../../errors.js';
 import { triedProviders } from '../../routing/route.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
+import { doc } from '../route-doc.js';
 import { writeSse } from '../sse.js';
 
 /** The model a request named, for its log line (what the client sent, cut short). */
@@ -34,7 +37,25 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     keys.set(req, await authenticateKey(req, ledger, clock, 'inference'));
   };
 
-  app.post('/api/v1/chat/completions', { onRequest }, async (req, reply) => {
+  // Documentation only (route-doc.ts): nothing validates or serialises this route's answers with these schemas.
+  const documented = doc({
+    operationId: 'createChatCompletion',
+    summary: "A chat completion: OpenAI's API with OpenRouter's routing fields, charged to the key's account",
+    tag: 'public',
+    auth: 'api_key',
+    body: chatRequestSchema,
+    bodyExample: { model: deps.catalog.list()[0]?.id ?? 'MODEL', messages: [{ role: 'user', content: 'Hello' }] },
+    responses: {
+      200: {
+        description: 'The answer: JSON, or server-sent events when the request set "stream": true (a mid-stream failure is an event with "error")',
+        json: chatCompletionSchema,
+        sse: chatCompletionChunkSchema,
+        headers: { 'X-Generation-Id': 'The generation id (gen-…), for GET /api/v1/generation' },
+      },
+    },
+    errors: [402, 422, 429, 502, 503],
+  });
+  app.post('/api/v1/chat/completions', { onRequest, ...documented }, async (req, reply) => {
     const key = keys.get(req) ?? (await authenticateKey(req, ledger, clock, 'inference'));
     // The access line (app.ts) names the key, the account and the model, and why a request failed.
     const log: Record<string, unknown> = { key_label: key.label, account: key.accountId, model: requestedModel(req.body) };

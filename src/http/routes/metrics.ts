@@ -2,11 +2,21 @@ import type { FastifyInstance } from 'fastify';
 import { GatewayError } from '../../errors.js';
 import { secretsEqual } from '../../security/api-key.js';
 import type { AppDeps } from '../app-deps.js';
+import { doc } from '../route-doc.js';
+
+const metricsDoc = doc({
+  operationId: 'getMetrics',
+  summary: "The gateway's metrics, in Prometheus' text format",
+  tag: 'operations',
+  auth: ['admin', 'metrics_token'],
+  probe: true,
+  responses: { 200: { text: "Prometheus' text exposition format" } },
+});
 
 /** GET /metrics (CONTRACT §10): Prometheus' text format, for the admin token or `metrics.token`. */
 export function registerMetricsRoute(app: FastifyInstance, deps: AppDeps): void {
   const tokens = [deps.adminToken, deps.config.metrics.token].filter((t): t is string => t !== undefined);
-  app.get('/metrics', async (req, reply) => {
+  app.get('/metrics', metricsDoc, async (req, reply) => {
     const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization?.trim() ?? '');
     const presented = m?.[1]?.trim();
     if (!presented || !tokens.some((t) => secretsEqual(presented, t))) {

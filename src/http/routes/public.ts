@@ -1,10 +1,23 @@
 import type { FastifyInstance } from 'fastify';
+import { keyStatusAnswerSchema, type KeyStatusAnswerJson } from '../../admin/answer-schemas.js';
 import { keyStatusView } from '../../admin/views.js';
 import { GatewayError, notFound } from '../../errors.js';
 import { accountOfKey } from '../../ledger/account-of-key.js';
 import { creditsToJson } from '../../ledger/money.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
+import {
+  creditsAnswerSchema,
+  generationAnswerSchema,
+  healthSchema,
+  modelListSchema,
+  type CreditsAnswerJson,
+  type GenerationAnswerJson,
+  type HealthJson,
+  type ModelListJson,
+} from '../answer-schemas.js';
+import { generationQuerySchema } from '../request-schemas.js';
+import { doc } from '../route-doc.js';
 import { generationView, modelView } from '../views.js';
 
 /** How long a readiness check waits for the ledger. */
@@ -15,10 +28,27 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
   const { ledger, clock, config, catalog } = deps;
   const modelsCreated = Math.floor(clock.now() / 1000);
 
-  app.get('/health', async () => ({ status: 'ok' }));
+  const healthDoc = doc({
+    operationId: 'getHealth',
+    summary: 'Liveness: the process answers',
+    tag: 'operations',
+    auth: 'none',
+    probe: true,
+    responses: { 200: healthSchema },
+  });
+  app.get('/health', healthDoc, async (): Promise<HealthJson> => ({ status: 'ok' }));
 
   // Readiness, for load balancers (CONTRACT §8): the ledger answers, within READY_TIMEOUT_MS.
-  app.get('/health/ready', async () => {
+  const ready = doc({
+    operationId: 'getReadiness',
+    summary: 'Readiness, for load balancers: the ledger and (when configured) Redis answer',
+    tag: 'operations',
+    auth: 'none',
+    probe: true,
+    responses: { 200: healthSchema },
+    errors: [503],
+  });
+  app.get('/health/ready', ready, async (): Promise<HealthJson> => {
     for (const probe of deps.readiness) {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
@@ -39,14 +69,29 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
     return { status: 'ok' };
   });
 
-  app.get('/api/v1/key', async (req) => {
+  const either = ['api_key', 'management_key'] as const;
+  const keyDoc = doc({
+    operationId: 'getCurrentKey',
+    summary: "The calling key's limits and usage",
+    tag: 'public',
+    auth: either,
+    responses: { 200: keyStatusAnswerSchema },
+  });
+  app.get('/api/v1/key', keyDoc, async (req): Promise<KeyStatusAnswerJson> => {
     const key = await authenticateKey(req, ledger, clock, 'either');
     const account = await accountOfKey(ledger, key);
     const [money, freeRequestsToday] = await Promise.all([deps.money.keyView(account.id, key.hash), deps.freeRequestsToday(account.id)]);
     return { data: keyStatusView(config, key, money.key, { ...account, balance: money.balance, totalUsage: money.totalUsage }, freeRequestsToday) };
   });
 
-  app.get('/api/v1/credits', async (req) => {
+  const creditsDoc = doc({
+    operationId: 'getCredits',
+    summary: "The account's credits: purchased and used",
+    tag: 'public',
+    auth: either,
+    responses: { 200: creditsAnswerSchema },
+  });
+  app.get('/api/v1/credits', creditsDoc, async (req): Promise<CreditsAnswerJson> => {
     const key = await authenticateKey(req, ledger, clock, 'either');
     const account = await deps.money.account(await accountOfKey(ledger, key));
     return {
@@ -57,15 +102,32 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
     };
   });
 
-  app.get('/api/v1/models', async () => {
+  const modelsDoc = doc({
+    operationId: 'listModels',
+    summary: 'The models served here, with their prices',
+    tag: 'public',
+    auth: 'none',
+    responses: { 200: modelListSchema },
+  });
+  app.get('/api/v1/models', modelsDoc, async (): Promise<ModelListJson> => {
     const data = catalog.list().map((m) => modelView(m, modelsCreated));
     return { data, links: { next: null }, total_count: data.length };
   });
 
-  app.get('/api/v1/generation', async (req) => {
+  const generationDoc = doc({
+    operationId: 'getGeneration',
+    summary: 'One request of the account: what served it, its tokens and its cost',
+    tag: 'public',
+    auth: either,
+    query: generationQuerySchema,
+    responses: { 200: generationAnswerSchema },
+    errors: [404],
+  });
+  app.get('/api/v1/generation', generationDoc, async (req): Promise<GenerationAnswerJson> => {
     const key = await authenticateKey(req, ledger, clock, 'either');
-    const id = (req.query as Record<string, unknown>).id;
-    if (typeof id !== 'string' || !id) throw new GatewayError('invalid_request', 'id: the query parameter "id" is required');
+    const query = generationQuerySchema.safeParse(req.query);
+    if (!query.success) throw new GatewayError('invalid_request', 'id: the query parameter "id" is required');
+    const { id } = query.data;
     const generation = await ledger.getGeneration(id);
     if (!generation || generation.accountId !== key.accountId) throw notFound(`no generation with id "${id}"`);
     return { data: generationView(generation) };
