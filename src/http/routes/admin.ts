@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { notFound } from '../../errors.js';
 import { requireAdmin } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
 
@@ -27,6 +28,12 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     scope.put('/api/v1/admin/accounts/:id/byok/:provider', async (req, reply) => {
       await admin.putByok(p(req).id as string, p(req).provider as string, req.body);
       return reply.code(204).send();
+    });
+    scope.get('/api/v1/admin/webhooks', async () => ({ data: deps.webhooks.list() }));
+    scope.post('/api/v1/admin/webhooks/:id/test', async (req) => {
+      const result = await deps.webhooks.test(p(req).id as string);
+      if (!result) throw notFound(`no webhook with id "${p(req).id as string}"`);
+      return { data: result };
     });
     scope.delete('/api/v1/admin/accounts/:id/byok/:provider', async (req, reply) => {
       await admin.deleteByok(p(req).id as string, p(req).provider as string);
