@@ -103,6 +103,9 @@ function chat(gw: TestGateway, key: string, completionTokens: number, model = 'a
   return gw.fetch('/api/v1/chat/completions', { token: key, body: { model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 } });
 }
 
+/** An answer's JSON body, read loosely (the assertions check its shape). */
+const body = async (res: Response | Promise<Response>): Promise<any> => (await res).json();
+
 async function ok(res: Promise<Response>): Promise<void> {
   const r = await res;
   expect(r.status, await r.clone().text()).toBe(200);
@@ -231,7 +234,7 @@ describe('alert webhooks against a loopback receiver', () => {
   });
 
   it('lists the webhook without its secret or userinfo, and its test action reports what the receiver said', async () => {
-    const list = await (await gw.fetch('/api/v1/admin/webhooks', { token: ADMIN_TOKEN })).json();
+    const list = await body(gw.fetch('/api/v1/admin/webhooks', { token: ADMIN_TOKEN }));
     expect(list.data).toEqual([
       expect.objectContaining({ id: 'ops', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/hook$/), pending: 0, last_failure: null }),
     ]);
@@ -240,17 +243,17 @@ describe('alert webhooks against a loopback receiver', () => {
 
     const res = await gw.fetch('/api/v1/admin/webhooks/ops/test', { method: 'POST', token: ADMIN_TOKEN });
     expect(res.status).toBe(200);
-    expect((await res.json()).data).toMatchObject({ id: 'ops', delivered: true, status: 200, error: null });
+    expect((await body(res)).data).toMatchObject({ id: 'ops', delivered: true, status: 200, error: null });
     expect(receiver.of('test')).toHaveLength(1);
 
     receiver.status = 500;
     try {
-      const failed = await (await gw.fetch('/api/v1/admin/webhooks/ops/test', { method: 'POST', token: ADMIN_TOKEN })).json();
+      const failed = await body(gw.fetch('/api/v1/admin/webhooks/ops/test', { method: 'POST', token: ADMIN_TOKEN }));
       expect(failed.data).toMatchObject({ delivered: false, status: 500, error: 'HTTP 500' });
     } finally {
       receiver.status = 200;
     }
-    const after = await (await gw.fetch('/api/v1/admin/webhooks', { token: ADMIN_TOKEN })).json();
+    const after = await body(gw.fetch('/api/v1/admin/webhooks', { token: ADMIN_TOKEN }));
     expect(after.data[0]).toMatchObject({ last_failure: 'HTTP 500', last_failure_at: expect.any(String), last_success_at: expect.any(String) });
 
     expect((await gw.fetch('/api/v1/admin/webhooks/nope/test', { method: 'POST', token: ADMIN_TOKEN })).status).toBe(404);
@@ -313,7 +316,7 @@ describe('a receiver that is dead or never answers', () => {
     // The delivery hangs; requests go on exactly as the upstream answers them.
     const results = await Promise.all(Array.from({ length: 10 }, () => chat(gw, key, 1)));
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
-    const [listed] = (await (await gw.fetch('/api/v1/admin/webhooks', { token: ADMIN_TOKEN })).json()).data;
+    const [listed] = (await body(gw.fetch('/api/v1/admin/webhooks', { token: ADMIN_TOKEN }))).data;
     expect(listed).toMatchObject({ id: 'hangs', pending: 1, delivered: 0, last_failure: null });
     expect(listed.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/hook$/); // no userinfo, no query
     expect(hanging.received).toHaveLength(1);
@@ -364,7 +367,7 @@ describe('a receiver that is dead or never answers', () => {
   it('the test action against a dead receiver reports the failure and is not retried', async () => {
     const res = await gw.fetch('/api/v1/admin/webhooks/dead/test', { method: 'POST', token: ADMIN_TOKEN });
     expect(res.status).toBe(200);
-    const { data } = await res.json();
+    const { data } = await body(res);
     expect(data).toMatchObject({ id: 'dead', delivered: false, status: null });
     expect(data.error).toMatch(/ECONNREFUSED/);
     expect(gw.webhooks.list()[1]).toMatchObject({ pending: 0, last_failure: data.error });
