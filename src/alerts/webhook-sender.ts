@@ -169,12 +169,14 @@ export class WebhookSender implements WebhookAdmin {
    */
   async close(deadlineMs = 2000): Promise<void> {
     this.closed = true;
+    let retries = 0;
     for (const t of this.targets) {
       for (const d of t.pending) {
         if (d.retry) {
           d.retry.cancel();
           t.pending.delete(d);
           t.dropped++;
+          retries++;
         }
       }
     }
@@ -187,8 +189,9 @@ export class WebhookSender implements WebhookAdmin {
       t.ready = [];
       t.pending.clear();
     }
-    const dropped = this.targets.reduce((n, t) => n + t.dropped, 0);
-    if (left > 0 || dropped > 0) this.options.logger.warn({ abandoned: left }, 'webhooks: deliveries still pending at shutdown were not sent');
+    if (left > 0 || retries > 0) {
+      this.options.logger.warn({ unsent: left, retries_not_due: retries }, 'webhooks: deliveries still pending at shutdown were not sent');
+    }
   }
 
   private dropPastBound(target: Target): void {
