@@ -1,7 +1,7 @@
 // ESLint: typescript-eslint's recommended rules, plus the dependency direction of DESIGN.md encoded as
 // import restrictions. Layers, innermost first:
 //   errors, error-body, clock, config, observability, tokenizer, events (leaves: import nothing of the app)
-//   ledger, limits, providers, security, plugins               (stores and adapters)
+//   ledger, limits, providers, security, plugins, alerts       (stores and adapters)
 //   admission, routing                                         (decisions)
 //   chat, admin                                                (services)
 //   http                                                       (the only code that knows the web framework)
@@ -15,7 +15,7 @@ import tseslint from 'typescript-eslint';
 const layer = (folders, message) => ({ regex: `(^|/)(${folders.join('|')})/`, message, allowTypeImports: false });
 
 const outward = {
-  leaves: ['ledger', 'limits', 'providers', 'security', 'plugins', 'admission', 'routing', 'chat', 'admin', 'http'],
+  leaves: ['ledger', 'limits', 'providers', 'security', 'plugins', 'alerts', 'admission', 'routing', 'chat', 'admin', 'http'],
   stores: ['admission', 'routing', 'chat', 'admin', 'http'],
   decisions: ['chat', 'admin', 'http'],
   services: ['http'],
@@ -23,7 +23,7 @@ const outward = {
 
 /** Concrete implementations: only main.ts builds them. */
 const concrete = {
-  regex: '(kysely-ledger|memory-[a-z-]+-store|memory-change-feed|redis-[a-z-]+|openai-provider|demo-provider|ledger/database|ledger/migrations)(\\.js)?$',
+  regex: '(kysely-[a-z-]+|memory-[a-z-]+-store|memory-change-feed|redis-[a-z-]+|openai-provider|demo-provider|ledger/database|ledger/migrations)(\\.js)?$',
   message: 'only src/main.ts picks concrete implementations; import the interface at the top of the folder',
 };
 
@@ -62,7 +62,7 @@ export default tseslint.config(
     outward.leaves,
     framework,
   ),
-  restrict(['src/{ledger,limits,providers,security,plugins}/**'], outward.stores, framework),
+  restrict(['src/{ledger,limits,providers,security,plugins,alerts}/**'], outward.stores, framework),
   restrict(['src/{admission,routing}/**'], outward.decisions, framework),
   restrict(['src/{chat,admin}/**'], outward.services, framework),
   restrict(['src/http/**'], []),

@@ -6,6 +6,10 @@ import { Admission } from './admission/admission.js';
 import { DdosGuard } from './admission/ddos-guard.js';
 import { FreeModelLimits } from './admission/free-limits.js';
 import { AdminService } from './admin/admin-service.js';
+import { AlertDetector } from './alerts/alert-detector.js';
+import type { WebhookAdmin } from './alerts/alerts.js';
+import { KyselyAlertCrossings } from './alerts/kysely-alert-crossings.js';
+import { WebhookSender } from './alerts/webhook-sender.js';
 import { KeyService } from './admin/key-service.js';
 import { ManagementService } from './admin/management-service.js';
 import { ReportService } from './admin/report-service.js';
@@ -38,6 +42,7 @@ import { DemoProvider } from './providers/demo/demo-provider.js';
 import { OpenAiProvider } from './providers/openai/openai-provider.js';
 import type { ProviderAdapter } from './providers/provider.js';
 import { Catalog } from './routing/catalog.js';
+import { creditsFromJson } from './ledger/money.js';
 import { Cooldowns } from './routing/cooldowns.js';
 import { generateAdminToken } from './security/api-key.js';
 import { ByokVault } from './security/byok-vault.js';
@@ -67,6 +72,8 @@ export interface Gateway {
   admin: AdminService;
   /** Spend reports and lists, as the admin API answers them. */
   reports: ReportService;
+  /** The alert webhooks (listed, tested); `idle()` resolves once alerts seen so far were checked and sent (tests). */
+  webhooks: WebhookAdmin & { idle(): Promise<void> };
   adminToken: string;
   /** Set when the admin token was generated on this start (first start without admin_token). */
   generatedAdminToken: boolean;
@@ -223,11 +230,26 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const onStoreError = (err: unknown) => logger.warn({ err: (err as Error).message }, 'limits store (Redis) write failed; it is retried');
   const holds: HoldStore = redis ? new RedisHoldStore(redis.client, { prefix, onError: onStoreError }) : new MemoryHoldStore(clock);
   const counters: CounterStore = redis ? new RedisCounterStore(redis.client, { prefix }) : new MemoryCounterStore();
-  recordCommit = (updates) => updates.forEach((u) => void holds.record(u));
+  // Alerts (webhooks): checked from what each commit reports and from cooldowns; never awaited by a request.
+  const alertAgent = new Agent({ keepAliveTimeout: 10_000, connect: { timeout: config.alerts.timeout_ms } });
+  const sender = new WebhookSender({ webhooks: config.alerts.webhooks, dispatcher: alertAgent, clock, logger, timeoutMs: config.alerts.timeout_ms });
+  const detector = new AlertDetector({
+    keys,
+    crossings: new KyselyAlertCrossings(db),
+    send: (event) => sender.send(event),
+    wanted: (type) => sender.wanted(type),
+    clock,
+    logger,
+    balanceBelow: creditsFromJson(config.alerts.balance_below),
+  });
+  recordCommit = (updates) => {
+    updates.forEach((u) => void holds.record(u));
+    detector.committed(updates);
+  };
   const money = new AccountMoney(holds, ledger, clock);
   const freeLimits = new FreeModelLimits(counters, config, clock);
   const ddos = new DdosGuard(counters, config.limits.ddos.per_ip_per_second, clock);
-  const cooldowns = new Cooldowns(clock, config.routing.max_cooldown_ms);
+  const cooldowns = new Cooldowns(clock, config.routing.max_cooldown_ms, (start) => detector.cooldown(start));
   const admission = new Admission({ holds, money, clock, config });
   const searchAgent = config.plugins.web ? new Agent({ keepAliveTimeout: 30_000 }) : undefined;
   const webSearch =
@@ -263,6 +285,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     admin,
     management,
     reports,
+    webhooks: sender,
     adminToken: adminToken.value,
     inflight,
     ddos,
@@ -302,7 +325,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       } finally {
         clearTimeout(grace);
         clearInterval(idleSweep);
+        // Crossings seen so far are claimed while the ledger is open; what is due goes out (bounded).
+        await Promise.race([detector.idle(), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
         unwritten = await ledger.close();
+        await sender.close();
+        await alertAgent.close();
         await holds.close();
         await counters.close();
         await searchAgent?.close();
@@ -324,5 +351,13 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     return closing;
   };
 
-  return { app, config, ledger, admin, reports, adminToken: adminToken.value, generatedAdminToken: adminToken.created, url, close };
+  const webhooks = {
+    list: () => sender.list(),
+    test: (id: string) => sender.test(id),
+    idle: async () => {
+      await detector.idle();
+      await sender.idle();
+    },
+  };
+  return { app, config, ledger, admin, reports, webhooks, adminToken: adminToken.value, generatedAdminToken: adminToken.created, url, close };
 }

@@ -358,6 +358,7 @@ for (const target of databaseTargets) {
           '0003_account_seq',
           '0004_key_lifecycle',
           '0005_spend_rollups',
+          '0006_alert_crossings',
         ]);
         const l = new KyselyLedger(dbs[1]!);
         const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });

@@ -125,6 +125,8 @@ describe('the OpenAPI document', () => {
         listen: { host: '127.0.0.1', port: 0, body_limit_mb: 0.01 },
         limits: { free_models: { per_minute: 1 } },
         metrics: { token: 'metrics-token-0123456789' },
+        // A webhook whose receiver refuses connections: the test action answers that it was not delivered.
+        alerts: { webhooks: [{ id: 'hook', url: 'http://127.0.0.1:9/none', secret: 'webhook-secret-0123456789' }] },
         providers: [
           { id: 'demo', type: 'demo', token_latency_ms: 0 },
           { id: 'up', type: 'openai', base_url: base, api_key: 'upstream-key' },
@@ -334,6 +336,12 @@ describe('the OpenAPI document', () => {
     const spend = await admin('get', '/api/v1/admin/reports/spend', 200, { url: `/api/v1/admin/reports/spend?by=account,key,model,provider&account=${id}` });
     expect(spend.body.data.length).toBe(1);
     await admin('get', '/api/v1/admin/reports/spend', 400, { url: '/api/v1/admin/reports/spend?bucket=week' });
+    // Webhooks: listed, and the test action.
+    const hooks = await admin('get', '/api/v1/admin/webhooks', 200);
+    expect(hooks.body.data.map((h: { id: string }) => h.id)).toEqual(['hook']);
+    const tried = await admin('post', '/api/v1/admin/webhooks/{id}/test', 200, { url: '/api/v1/admin/webhooks/hook/test' });
+    expect(tried.body.data.delivered).toBe(false);
+    await admin('post', '/api/v1/admin/webhooks/{id}/test', 404, { url: '/api/v1/admin/webhooks/nope/test' });
   });
 
   it("every route's success answer was checked, and each error status checked is one its route documents", () => {

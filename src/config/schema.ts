@@ -215,6 +215,37 @@ const ledger = z
   })
   .strict();
 
+/** The events a webhook can ask for (alerts before the hard stop); `test` is sent only by the admin API's test action. */
+export const alertEventTypes = ['key_limit_80', 'key_limit_100', 'balance_low', 'provider_cooldown'] as const;
+
+const webhook = z
+  .object({
+    /** How the admin API and the dashboard name it; default `webhook-N` (its place in the list, from 1). */
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 letters, digits, "_", "." or "-"')
+      .optional(),
+    url: z.url({ protocol: /^https?$/ }),
+    /** Signs each delivery (X-Tollgate-Signature); never logged or returned. */
+    secret: z.string().min(16, 'must be at least 16 characters'),
+    events: z
+      .array(z.enum(alertEventTypes))
+      .min(1)
+      .default([...alertEventTypes]),
+  })
+  .strict();
+
+/** Webhooks called when a key nears or reaches its limit, a balance runs low, or a provider cools down. */
+const alerts = z
+  .object({
+    webhooks: z.array(webhook).default([]),
+    /** balance_low is sent when an account's balance falls below this many credits. */
+    balance_below: z.number().nonnegative().max(1_000_000_000).default(1),
+    /** How long one delivery attempt may take before it counts as failed (and is retried). */
+    timeout_ms: z.number().int().positive().max(60_000).default(5000),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     listen: listen.default(listen.parse({})),
@@ -242,6 +273,7 @@ export const configSchema = z
     providers: z.array(provider).min(1),
     models: z.array(model).min(1),
     plugins: z.object({ web: webPlugin.optional() }).strict().default({}),
+    alerts: alerts.default(alerts.parse({})),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** GET /metrics answers the admin token, or this token (for a scraper that should not hold the admin token). */
     metrics: z
@@ -257,6 +289,12 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['providers', i, 'id'], message: `duplicate provider id "${p.id}"` });
       }
       providerIds.add(p.id);
+    });
+    const webhookIds = new Set<string>();
+    cfg.alerts.webhooks.forEach((w, i) => {
+      const id = w.id ?? `webhook-${i + 1}`;
+      if (webhookIds.has(id)) ctx.addIssue({ code: 'custom', path: ['alerts', 'webhooks', i, 'id'], message: `duplicate webhook id "${id}"` });
+      webhookIds.add(id);
     });
     const modelIds = new Set<string>();
     cfg.models.forEach((m, i) => {
@@ -277,6 +315,7 @@ export const configSchema = z
   })
   .transform((cfg) => ({
     ...cfg,
+    alerts: { ...cfg.alerts, webhooks: cfg.alerts.webhooks.map((w, i) => ({ ...w, id: w.id ?? `webhook-${i + 1}` })) },
     limits: { ...cfg.limits, request_deadline_ms: cfg.limits.request_deadline_ms ?? defaultRequestDeadlineMs(cfg.providers) },
   }));
 
@@ -287,3 +326,5 @@ export type ModelConfig = Config['models'][number];
 export type EndpointConfig = ModelConfig['endpoints'][number];
 export type PricingConfig = EndpointConfig['pricing'];
 export type PartTokensConfig = Config['limits']['in_flight']['part_tokens'];
+export type AlertsConfig = Config['alerts'];
+export type WebhookConfig = AlertsConfig['webhooks'][number];

@@ -1,3 +1,4 @@
+import type { WebhookAdmin } from '../alerts/alerts.js';
 import type { AdminService } from '../admin/admin-service.js';
 import type { ManagementService } from '../admin/management-service.js';
 import type { ReportService } from '../admin/report-service.js';
@@ -26,6 +27,8 @@ export interface AppDeps {
   management: ManagementService;
   /** Spend reports and activity, read from the ledger's rollups. */
   reports: ReportService;
+  /** The alert webhooks: listed, and tested with a test event (admin API). */
+  webhooks: WebhookAdmin;
   adminToken: string;
   inflight: Inflight;
   ddos: DdosGuard;

@@ -158,6 +158,20 @@ export const migrations: Record<string, Migration> = {
         GROUP BY (created_at / 3600000) * 3600000, account_id, key_hash, model, provider`.execute(db);
     },
   },
+  '0006_alert_crossings': {
+    // Alert crossings already sent (src/alerts), so that each is sent once by one of the processes.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('alert_crossings')
+        .addColumn('subject', 'text', (c) => c.notNull())
+        .addColumn('event', 'text', (c) => c.notNull())
+        .addColumn('period', 'text', (c) => c.notNull())
+        .addColumn('until_ms', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('alert_crossings_pk', ['subject', 'event', 'period'])
+        .execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

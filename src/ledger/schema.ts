@@ -98,6 +98,16 @@ export interface SettingsTable {
   value: string;
 }
 
+/** Alert crossings already sent (src/alerts): one row per subject, event and period. */
+export interface AlertCrossingsTable {
+  subject: string;
+  event: string;
+  period: string;
+  /** Epoch ms the crossing stands until (a cooldown's end); null: until it is re-armed. */
+  until_ms: Int | null;
+  created_at: Int;
+}
+
 export interface Database {
   accounts: AccountsTable;
   credit_entries: CreditEntriesTable;
@@ -108,4 +118,5 @@ export interface Database {
   generations: GenerationsTable;
   settings: SettingsTable;
   spend_hourly: SpendHourlyTable;
+  alert_crossings: AlertCrossingsTable;
 }

@@ -11,6 +11,8 @@ export const REDACTED_PATHS = [
   '*.apiKey',
   'admin_token',
   'secrets_key',
+  'secret',
+  '*.secret',
   'key',
   '*.key',
   'redis_url',

@@ -11,6 +11,16 @@ export function cooldownKey(provider: string, upstreamModel: string, apiKey: str
   return `${provider}\u0000${upstreamModel}\u0000${credential}`;
 }
 
+/** A cooldown that started (none was running for its endpoint and credential): for alerts. */
+export interface CooldownStart {
+  provider: string;
+  model: string;
+  /** The hash of the credential in the cooldown key (never the key). */
+  credential: string;
+  untilMs: number;
+  code: string | undefined;
+}
+
 /**
  * Endpoints that answered 429 with a retry hint are skipped, for that credential, for as long as they
  * asked, but never longer than `maxMs` (spec, 429 origin B: fallback routing first retries other
@@ -22,6 +32,8 @@ export class Cooldowns {
   constructor(
     private readonly clock: Clock,
     private readonly maxMs: number,
+    /** Told of each cooldown that starts (not of one that is only extended); must not throw or block. */
+    private readonly onStart?: (start: CooldownStart) => void,
   ) {}
 
   /** An upstream's retry hint, made finite, non-negative and at most the cap. */
@@ -48,5 +60,9 @@ export class Cooldowns {
     const until = this.clock.now() + wait;
     const current = this.until.get(key);
     if (!current || current.until < until) this.until.set(key, { until, code });
+    if (this.onStart && (!current || current.until <= this.clock.now())) {
+      const [provider = '', model = '', credential = ''] = key.split('\u0000');
+      this.onStart({ provider, model, credential, untilMs: until, code });
+    }
   }
 }

@@ -2,7 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { accountAnswerSchema, deletedSchema, issuedKeyInfoSchema, keyInfoAnswerSchema, keyInfoListSchema } from '../../admin/answer-schemas.js';
 import { adminNewKeySchema, byokSchema, creditsSchema, keyPatchSchema, newAccountSchema, rotationSchema } from '../../admin/request-schemas.js';
 import { accountPageSchema, accountsQuery, generationPageSchema, generationsQuery, spendQuery, spendReportSchema } from '../../admin/report-schemas.js';
+import { notFound } from '../../errors.js';
 import { requireAdmin } from '../auth.js';
+import { webhookListSchema, webhookTestSchema } from '../webhook-schemas.js';
 import type { AppDeps } from '../app-deps.js';
 import { doc, type RouteDoc } from '../route-doc.js';
 
@@ -15,6 +17,18 @@ const KEY = { hash: "The key's hash (its public id)" };
 const BYOK = { ...ACCOUNT, provider: 'A configured provider id' };
 
 const docs = {
+  listWebhooks: adminDoc({
+    operationId: 'adminListWebhooks',
+    summary: 'The alert webhooks (config alerts.webhooks) and their deliveries in this process; never a secret',
+    responses: { 200: webhookListSchema },
+  }),
+  testWebhook: adminDoc({
+    operationId: 'adminTestWebhook',
+    summary: 'Send a test event to a webhook now (one attempt) and say whether the receiver took it',
+    params: { id: "The webhook's id" },
+    responses: { 200: webhookTestSchema },
+    errors: [404],
+  }),
   listAccounts: adminDoc({
     operationId: 'adminListAccounts',
     summary: 'Accounts, oldest first, a page at a time; search matches names',
@@ -119,6 +133,12 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     scope.put('/api/v1/admin/accounts/:id/byok/:provider', docs.putByok, async (req, reply) => {
       await admin.putByok(p(req).id as string, p(req).provider as string, req.body);
       return reply.code(204).send();
+    });
+    scope.get('/api/v1/admin/webhooks', docs.listWebhooks, async () => ({ data: deps.webhooks.list() }));
+    scope.post('/api/v1/admin/webhooks/:id/test', docs.testWebhook, async (req) => {
+      const result = await deps.webhooks.test(p(req).id as string);
+      if (!result) throw notFound(`no webhook with id "${p(req).id as string}"`);
+      return { data: result };
     });
     scope.delete('/api/v1/admin/accounts/:id/byok/:provider', docs.deleteByok, async (req, reply) => {
       await admin.deleteByok(p(req).id as string, p(req).provider as string);
