@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { invalidRequest, notFound } from '../errors.js';
-import type { Accounts, GenerationStatus, KeyRecord, Reports, SpendDimension, SpendRow } from '../ledger/ledger.js';
+import type { Accounts, Generation, GenerationStatus, KeyRecord, Reports, SpendDimension, SpendRow } from '../ledger/ledger.js';
 import { creditsToJson } from '../ledger/money.js';
 import { parseInput } from './parse-input.js';
 import { accountView, generationAdminView } from './views.js';
@@ -76,6 +76,9 @@ const activityQuery = z.object({
   group_by: z.string().optional(),
   workspace_id: z.string().optional(),
 });
+
+const keyGenerationsQuery = z.strictObject({ limit: pageSize(100).optional(), key: z.string().min(1).optional() });
+const keyActivityQuery = z.strictObject({});
 
 const floorTo = (ms: number, width: number) => Math.floor(ms / width) * width;
 const ceilTo = (ms: number, width: number) => Math.ceil(ms / width) * width;
@@ -157,6 +160,43 @@ export class ReportService {
       ...(q.key ? { keyHash: q.key } : {}),
     });
     return { data: rows.map(spendRowView), from: new Date(from).toISOString(), to: new Date(to).toISOString(), bucket, by };
+  }
+
+  /**
+   * GET /api/v1/generations?limit=&key=: the latest generations, newest first (default 20, at most
+   * 100): an inference key's own; for a management key, its account's (`key`: one key's only).
+   */
+  async keyGenerations(caller: KeyRecord, query: unknown): Promise<Generation[]> {
+    const q = parseInput(keyGenerationsQuery, query);
+    if (q.key !== undefined && !caller.management) throw invalidRequest('key: only a management key may name a key; an API key sees its own', { field: 'key' });
+    const keyHash = caller.management ? q.key : caller.hash;
+    return this.ledger.listGenerations({ accountId: caller.accountId, offset: 0, limit: q.limit ?? 20, ...(keyHash ? { keyHash } : {}) });
+  }
+
+  /**
+   * GET /api/v1/key/activity: the calling key's spend per UTC day and model over the last 30 days
+   * (today included), oldest first, read from the rollups; a management key's: its account's.
+   */
+  async keyActivity(key: KeyRecord, query: unknown) {
+    parseInput(keyActivityQuery, query);
+    const today = floorTo(this.clock.now(), DAY_MS);
+    const from = today - (ACTIVITY_DAYS - 1) * DAY_MS;
+    const to = today + DAY_MS;
+    // A management key spends nothing itself: it sees its account's spend.
+    const rows = await this.ledger.spend({ from, to, bucket: 'day', by: ['model'], accountId: key.accountId, ...(key.management ? {} : { keyHash: key.hash }) });
+    return {
+      data: rows.map((r) => ({
+        date: isoDay(r.start),
+        model: r.group.model ?? '',
+        requests: r.requests,
+        usage: creditsToJson(r.cost),
+        byok_usage: creditsToJson(r.byokUsage),
+        prompt_tokens: r.promptTokens,
+        completion_tokens: r.completionTokens,
+      })),
+      from: isoDay(from),
+      to: isoDay(today),
+    };
   }
 
   /**

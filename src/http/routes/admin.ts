@@ -24,6 +24,8 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     scope.patch('/api/v1/admin/keys/:hash', async (req) => ({ data: await admin.patchKey(p(req).hash as string, req.body) }));
     scope.post('/api/v1/admin/keys/:hash/rotate', async (req) => admin.rotateKey(p(req).hash as string, req.body));
     scope.delete('/api/v1/admin/keys/:hash', async (req) => admin.deleteKey(p(req).hash as string));
+    scope.get('/api/v1/admin/accounts/:id/byok', async (req) => ({ data: await admin.listByok(p(req).id as string) }));
+    scope.get('/api/v1/admin/providers', async () => deps.providerHealth());
     scope.put('/api/v1/admin/accounts/:id/byok/:provider', async (req, reply) => {
       await admin.putByok(p(req).id as string, p(req).provider as string, req.body);
       return reply.code(204).send();

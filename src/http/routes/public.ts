@@ -62,6 +62,18 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
     return { data, links: { next: null }, total_count: data.length };
   });
 
+  // The calling key's latest generations and its spend over time (the dashboard's key holder view):
+  // an extension of CONTRACT §5, for any key of the account, each seeing its own only.
+  app.get('/api/v1/generations', async (req) => {
+    const key = await authenticateKey(req, ledger, clock, 'either');
+    return { data: (await deps.reports.keyGenerations(key, req.query)).map(generationView) };
+  });
+
+  app.get('/api/v1/key/activity', async (req) => {
+    const key = await authenticateKey(req, ledger, clock, 'either');
+    return deps.reports.keyActivity(key, req.query);
+  });
+
   app.get('/api/v1/generation', async (req) => {
     const key = await authenticateKey(req, ledger, clock, 'either');
     const id = (req.query as Record<string, unknown>).id;
