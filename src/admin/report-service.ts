@@ -183,7 +183,14 @@ export class ReportService {
     const from = today - (ACTIVITY_DAYS - 1) * DAY_MS;
     const to = today + DAY_MS;
     // A management key spends nothing itself: it sees its account's spend.
-    const rows = await this.ledger.spend({ from, to, bucket: 'day', by: ['model'], accountId: key.accountId, ...(key.management ? {} : { keyHash: key.hash }) });
+    const rows = await this.ledger.spend({
+      from,
+      to,
+      bucket: 'day',
+      by: ['model'],
+      accountId: key.accountId,
+      ...(key.management ? {} : { keyHash: key.hash }),
+    });
     return {
       data: rows.map((r) => ({
         date: isoDay(r.start),
