@@ -140,6 +140,9 @@ export function AccountDetail({ id, back }: { id: string; back: () => void }) {
       <p>
         <button type="button" class="link" onClick={back}>
           ← All accounts
+        </button>{' '}
+        <button type="button" data-action="refresh" onClick={refresh}>
+          Refresh
         </button>
       </p>
       <RemedyBox error={account.error} />

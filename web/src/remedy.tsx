@@ -2,9 +2,9 @@ import { ApiError } from './api.js';
 import { utc } from './format.js';
 
 const SOURCES: Record<string, string> = {
-  platform_credits: "the account's credits",
-  platform_key_limit: "this key's spending limit",
-  platform_in_flight: "the account's in-flight spending budget",
+  platform_credits: 'not enough credits on the account',
+  platform_key_limit: "this key's spending limit is reached",
+  platform_in_flight_budget: "the account's in-flight spending budget is used up",
 };
 
 const LIMITS: Record<string, string> = {
@@ -33,7 +33,7 @@ export function remedyOf(err: unknown): Remedy {
     const source = typeof m.limit_source === 'string' ? m.limit_source : '';
     const reason = typeof m.reason === 'string' ? ` (${m.reason.replace(/_/g, ' ')})` : '';
     const retry = err.headers.retryAfter ? `try again in ${err.headers.retryAfter} s` : undefined;
-    return { title: `Payment required: ${SOURCES[source] ?? source ?? 'a spending limit'} is exhausted${reason}`, detail: message, hint, when: retry };
+    return { title: `Payment required: ${SOURCES[source] ?? (source || 'a spending limit is reached')}${reason}`, detail: message, hint, when: retry };
   }
   if (err.status === 429) {
     const limit = typeof m.limit === 'string' ? m.limit : undefined;

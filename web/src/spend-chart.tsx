@@ -70,7 +70,7 @@ export function SpendChart({ points, from, to, label }: { points: SpendPoint[]; 
                     </rect>
                   );
                 })}
-                {(i % 7 === 0 || i === axis.length - 1) && (
+                {((i % 7 === 0 && axis.length - 1 - i >= 4) || i === axis.length - 1) && (
                   <text x={x + w / 2} y={HEIGHT - 8} class="tick" text-anchor="middle">
                     {d.slice(5)}
                   </text>
