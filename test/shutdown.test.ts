@@ -196,7 +196,7 @@ describe('issue 7 item 8: SIGTERM loses nothing, and exits promptly', () => {
       sqlite.close();
       const logFile = join(dir, 'shutdown.log');
       writeFileSync(logFile, gw.output());
-      const replay = async () => JSON.parse((await run(process.execPath, [CLI, 'ledger', 'replay', logFile, '--config', config])).stdout) as unknown;
+      const replay = async () => JSON.parse((await run(process.execPath, [CLI, 'ledger', 'replay', logFile, '--config', config, '--json'])).stdout) as unknown;
       expect(await replay()).toEqual({ charges: 1 });
       expect(await replay()).toEqual({ charges: 1 }); // replaying twice charges nothing twice
       const ledger = new KyselyLedger(openDatabase(`sqlite:${dbFile}`));
