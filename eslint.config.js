@@ -67,6 +67,11 @@ export default tseslint.config(
   restrict(['src/{chat,admin}/**'], outward.services, framework),
   restrict(['src/http/**'], []),
   {
+    // The dashboard runs in the browser.
+    files: ['web/src/**'],
+    languageOptions: { globals: { ...globals.browser } },
+  },
+  {
     // Tests and benchmarks wire what they need.
     files: ['test/**', 'bench/**'],
     // JSON answers are read loosely in tests (a marked seam): the assertions check their shape.

@@ -36,7 +36,9 @@ import { MemoryHoldStore } from './limits/memory-hold-store.js';
 import { RedisCounterStore } from './limits/redis-counter-store.js';
 import { RedisHoldStore } from './limits/redis-hold-store.js';
 import { createLogger, type Logger } from './observability/logger.js';
+import { teeMetrics } from './observability/metrics.js';
 import { PromMetrics } from './observability/prom-metrics.js';
+import { ProviderHealth } from './observability/provider-health.js';
 import { WebSearch } from './plugins/web-search.js';
 import { DemoProvider } from './providers/demo/demo-provider.js';
 import { OpenAiProvider } from './providers/openai/openai-provider.js';
@@ -222,7 +224,9 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     reports: ledger,
   });
 
-  const metrics = new PromMetrics();
+  const promMetrics = new PromMetrics();
+  const health = new ProviderHealth(now);
+  const metrics = teeMetrics(promMetrics, health);
   const providers = buildProviders(config, clock);
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), feed, { now, liveTtlMs });
@@ -296,7 +300,13 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     ],
     freeRequestsToday: (accountId) => freeLimits.usedToday(accountId),
     metrics,
-    scrapeMetrics: () => metrics.scrape(),
+    scrapeMetrics: () => promMetrics.scrape(),
+    providerHealth: () => ({
+      per_process: true,
+      window_seconds: health.windowSeconds,
+      data: health.snapshot(config.providers.map((p) => p.id)),
+      cooldowns: cooldowns.active().map((c) => ({ provider: c.provider, model: c.model, remaining_ms: c.remainingMs, provider_code: c.code ?? null })),
+    }),
   });
 
   let url: string | undefined;

@@ -107,6 +107,13 @@ export class AdminService {
     return { deleted: true };
   }
 
+  /** The account's BYOK keys: which configured providers have one stored (never the key). */
+  async listByok(accountId: string) {
+    await this.account(accountId);
+    const stored = new Set(await this.vault.providers(accountId));
+    return this.config.providers.map((p) => ({ provider: p.id, stored: stored.has(p.id) }));
+  }
+
   async putByok(accountId: string, provider: string, body: unknown): Promise<void> {
     const input = parse(byokSchema, body);
     if (!this.config.providers.some((p) => p.id === provider)) {

@@ -74,6 +74,14 @@ export const activityQuery = z.object({
   workspace_id: z.string().optional(),
 });
 
+/** GET /api/v1/generations: the calling key's latest (a management key's: its account's, or one key's). */
+export const keyGenerationsQuery = z.strictObject({
+  limit: pageSize(100).optional().meta({ description: 'At most this many (default 20)' }),
+  key: z.string().min(1).optional().meta({ description: "A management key only: this key's" }),
+});
+/** GET /api/v1/key/activity takes no parameters. */
+export const keyActivityQuery = z.strictObject({});
+
 const credits = z.number();
 
 export const accountPageSchema = z.object({ data: z.array(accountCoreSchema), total: z.int(), offset: z.int(), limit: z.int() }).meta({ id: 'AccountPage' });

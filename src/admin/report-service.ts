@@ -1,12 +1,14 @@
 import type { Clock } from '../clock.js';
 import { invalidRequest, notFound } from '../errors.js';
-import type { Accounts, KeyRecord, Reports, SpendDimension, SpendRow } from '../ledger/ledger.js';
+import type { Accounts, Generation, KeyRecord, Reports, SpendDimension, SpendRow } from '../ledger/ledger.js';
 import { creditsToJson } from '../ledger/money.js';
 import { parseInput } from './parse-input.js';
 import {
   accountsQuery,
   activityQuery,
   generationsQuery,
+  keyActivityQuery,
+  keyGenerationsQuery,
   spendQuery,
   type AccountPage,
   type ActivityAnswer,
@@ -102,6 +104,50 @@ export class ReportService {
       ...(q.key ? { keyHash: q.key } : {}),
     });
     return { data: rows.map(spendRowView), from: new Date(from).toISOString(), to: new Date(to).toISOString(), bucket, by };
+  }
+
+  /**
+   * GET /api/v1/generations?limit=&key=: the latest generations, newest first (default 20, at most
+   * 100): an inference key's own; for a management key, its account's (`key`: one key's only).
+   */
+  async keyGenerations(caller: KeyRecord, query: unknown): Promise<Generation[]> {
+    const q = parseInput(keyGenerationsQuery, query);
+    if (q.key !== undefined && !caller.management) throw invalidRequest('key: only a management key may name a key; an API key sees its own', { field: 'key' });
+    const keyHash = caller.management ? q.key : caller.hash;
+    return this.ledger.listGenerations({ accountId: caller.accountId, offset: 0, limit: q.limit ?? 20, ...(keyHash ? { keyHash } : {}) });
+  }
+
+  /**
+   * GET /api/v1/key/activity: the calling key's spend per UTC day and model over the last 30 days
+   * (today included), oldest first, read from the rollups; a management key's: its account's.
+   */
+  async keyActivity(key: KeyRecord, query: unknown) {
+    parseInput(keyActivityQuery, query);
+    const today = floorTo(this.clock.now(), DAY_MS);
+    const from = today - (ACTIVITY_DAYS - 1) * DAY_MS;
+    const to = today + DAY_MS;
+    // A management key spends nothing itself: it sees its account's spend.
+    const rows = await this.ledger.spend({
+      from,
+      to,
+      bucket: 'day',
+      by: ['model'],
+      accountId: key.accountId,
+      ...(key.management ? {} : { keyHash: key.hash }),
+    });
+    return {
+      data: rows.map((r) => ({
+        date: isoDay(r.start),
+        model: r.group.model ?? '',
+        requests: r.requests,
+        usage: creditsToJson(r.cost),
+        byok_usage: creditsToJson(r.byokUsage),
+        prompt_tokens: r.promptTokens,
+        completion_tokens: r.completionTokens,
+      })),
+      from: isoDay(from),
+      to: isoDay(today),
+    };
   }
 
   /**

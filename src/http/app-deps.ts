@@ -10,8 +10,17 @@ import type { Config } from '../config/schema.js';
 import type { Accounts, Generations, Keys, LedgerHealth } from '../ledger/ledger.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { ProviderHealthRow } from '../observability/provider-health.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Inflight } from './inflight.js';
+
+export interface ProviderHealthView {
+  /** Always true: each process keeps its own. */
+  per_process: true;
+  window_seconds: number;
+  data: ProviderHealthRow[];
+  cooldowns: Array<{ provider: string; model: string; remaining_ms: number; provider_code: string | null }>;
+}
 
 /** What the HTTP layer is handed by main.ts; it builds none of it. */
 export interface AppDeps {
@@ -39,6 +48,10 @@ export interface AppDeps {
   metrics: Metrics;
   /** The metrics in Prometheus' text format (GET /metrics). */
   scrapeMetrics(): Promise<{ text: string; contentType: string }>;
+  /** Providers' recent health as this process saw it (GET /api/v1/admin/providers). */
+  providerHealth(): ProviderHealthView;
+  /** Where the built dashboard is (default: web/dist of the checkout). */
+  dashboardDir?: string;
   /** Free-model requests the account made today (UTC), as the free-model limiter counts them. */
   freeRequestsToday(accountId: string): Promise<number>;
 }

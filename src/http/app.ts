@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AppDeps } from './app-deps.js';
+import { registerDashboard } from './dashboard.js';
 import { registerErrorHandling, toHttpError } from './error-handler.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerChatRoute } from './routes/chat-completions.js';
@@ -100,6 +101,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerMetricsRoute(app, deps);
   registerManagementRoutes(app, deps);
   registerOpenApiRoute(app, deps, documented);
+  registerDashboard(app, deps.dashboardDir);
   return app;
 }
 

@@ -16,6 +16,8 @@ export interface Metrics {
   upstreamDuration(provider: string, seconds: number): void;
   /** How long a streamed answer took to its first output. */
   timeToFirstToken(provider: string, seconds: number): void;
+  /** An upstream call failed before any output (every failed attempt, the last one of a request included), and why. */
+  upstreamFailure(provider: string, kind: string): void;
   /** An attempt failed before any output and the request moved on to the next endpoint or model. */
   fallback(fromProvider: string, reason: string): void;
   /** Credits this process's running requests hold (a gauge: add when held, subtract when settled). */
@@ -31,7 +33,23 @@ export const noMetrics: Metrics = {
   charged: () => undefined,
   upstreamDuration: () => undefined,
   timeToFirstToken: () => undefined,
+  upstreamFailure: () => undefined,
   fallback: () => undefined,
   held: () => undefined,
   chargeLag: () => undefined,
 };
+
+/** One Metrics that records into each of `sinks` (Prometheus, and the in-process provider health). */
+export function teeMetrics(...sinks: Metrics[]): Metrics {
+  return {
+    request: (...a) => sinks.forEach((m) => m.request(...a)),
+    refusal: (...a) => sinks.forEach((m) => m.refusal(...a)),
+    charged: (...a) => sinks.forEach((m) => m.charged(...a)),
+    upstreamDuration: (...a) => sinks.forEach((m) => m.upstreamDuration(...a)),
+    timeToFirstToken: (...a) => sinks.forEach((m) => m.timeToFirstToken(...a)),
+    upstreamFailure: (...a) => sinks.forEach((m) => m.upstreamFailure(...a)),
+    fallback: (...a) => sinks.forEach((m) => m.fallback(...a)),
+    held: (...a) => sinks.forEach((m) => m.held(...a)),
+    chargeLag: (...a) => sinks.forEach((m) => m.chargeLag(...a)),
+  };
+}

@@ -64,6 +64,12 @@ export class PromMetrics implements Metrics {
     labelNames: ['from_provider', 'reason'] as const,
     registers: [this.registry],
   });
+  private readonly upstreamFailures = new Counter({
+    name: 'tollgate_upstream_failures_total',
+    help: 'Upstream calls that failed before any output, by provider and kind (rate_limited, http, network, timeout, invalid_response)',
+    labelNames: ['provider', 'kind'] as const,
+    registers: [this.registry],
+  });
   private heldNano = 0n;
   private readonly lag = new Histogram({
     name: 'tollgate_charge_lag_seconds',
@@ -105,6 +111,10 @@ export class PromMetrics implements Metrics {
 
   timeToFirstToken(provider: string, seconds: number): void {
     this.ttft.labels(provider).observe(seconds);
+  }
+
+  upstreamFailure(provider: string, kind: string): void {
+    this.upstreamFailures.labels(provider, kind).inc();
   }
 
   fallback(fromProvider: string, reason: string): void {

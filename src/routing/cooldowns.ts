@@ -54,6 +54,21 @@ export class Cooldowns {
     return { remainingMs, code: entry.code };
   }
 
+  /** The endpoints cooling down now (provider and upstream model; the credential stays a hash, left out), soonest end first. */
+  active(): Array<{ provider: string; model: string; remainingMs: number; code: string | undefined }> {
+    const now = this.clock.now();
+    const list = [];
+    for (const [key, entry] of this.until) {
+      if (entry.until <= now) {
+        this.until.delete(key);
+        continue;
+      }
+      const [provider = '', model = ''] = key.split('\u0000');
+      list.push({ provider, model, remainingMs: entry.until - now, code: entry.code });
+    }
+    return list.sort((a, b) => a.remainingMs - b.remainingMs);
+  }
+
   note(key: string, retryAfterMs: number, code: string | undefined): void {
     const wait = this.bound(retryAfterMs);
     if (wait <= 0) return;

@@ -132,6 +132,7 @@ export async function route(input: RouteInput): Promise<Routed> {
       const hint = err.failure.retryAfterMs;
       const failure = hint === undefined ? err.failure : { ...err.failure, retryAfterMs: input.cooldowns.bound(hint) };
       failures.push({ attempt, failure });
+      input.metrics.upstreamFailure(attempt.endpoint.provider, failure.kind);
       if (failure.kind === 'rate_limited' && failure.retryAfterMs !== undefined) {
         input.cooldowns.note(endpointKey, failure.retryAfterMs, failure.code);
       }

@@ -46,6 +46,11 @@ export class ByokVault {
     });
   }
 
+  /** The providers the account has a key stored for (the keys themselves are not opened). */
+  async providers(accountId: string): Promise<string[]> {
+    return [...(await this.secrets.byokSecrets(accountId)).keys()].sort();
+  }
+
   async put(accountId: string, provider: string, apiKey: string): Promise<void> {
     const sealed = this.box.seal(apiKey);
     await this.changing(accountId, () => this.secrets.putByokSecret(accountId, provider, sealed, this.options.now()));

@@ -4,6 +4,7 @@ import { adminNewKeySchema, byokSchema, creditsSchema, keyPatchSchema, newAccoun
 import { accountPageSchema, accountsQuery, generationPageSchema, generationsQuery, spendQuery, spendReportSchema } from '../../admin/report-schemas.js';
 import { notFound } from '../../errors.js';
 import { requireAdmin } from '../auth.js';
+import { byokListSchema, providerHealthSchema } from '../dashboard-schemas.js';
 import { webhookListSchema, webhookTestSchema } from '../webhook-schemas.js';
 import type { AppDeps } from '../app-deps.js';
 import { doc, type RouteDoc } from '../route-doc.js';
@@ -17,6 +18,18 @@ const KEY = { hash: "The key's hash (its public id)" };
 const BYOK = { ...ACCOUNT, provider: 'A configured provider id' };
 
 const docs = {
+  listByok: adminDoc({
+    operationId: 'adminListByok',
+    summary: 'Which configured providers the account stored its own key for (never the key)',
+    params: ACCOUNT,
+    responses: { 200: byokListSchema },
+    errors: [404],
+  }),
+  providers: adminDoc({
+    operationId: 'adminProviderHealth',
+    summary: "Providers' recent error rate, latency and cooldowns, as this process saw them",
+    responses: { 200: providerHealthSchema },
+  }),
   listWebhooks: adminDoc({
     operationId: 'adminListWebhooks',
     summary: 'The alert webhooks (config alerts.webhooks) and their deliveries in this process; never a secret',
@@ -130,6 +143,8 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     scope.patch('/api/v1/admin/keys/:hash', docs.patchKey, async (req) => ({ data: await admin.patchKey(p(req).hash as string, req.body) }));
     scope.post('/api/v1/admin/keys/:hash/rotate', docs.rotateKey, async (req) => admin.rotateKey(p(req).hash as string, req.body));
     scope.delete('/api/v1/admin/keys/:hash', docs.deleteKey, async (req) => admin.deleteKey(p(req).hash as string));
+    scope.get('/api/v1/admin/accounts/:id/byok', docs.listByok, async (req) => ({ data: await admin.listByok(p(req).id as string) }));
+    scope.get('/api/v1/admin/providers', docs.providers, async () => deps.providerHealth());
     scope.put('/api/v1/admin/accounts/:id/byok/:provider', docs.putByok, async (req, reply) => {
       await admin.putByok(p(req).id as string, p(req).provider as string, req.body);
       return reply.code(204).send();

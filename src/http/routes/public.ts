@@ -1,3 +1,5 @@
+import { keyActivityQuery, keyGenerationsQuery } from '../../admin/report-schemas.js';
+import { generationListSchema, keyActivitySchema } from '../dashboard-schemas.js';
 import type { FastifyInstance } from 'fastify';
 import { keyStatusAnswerSchema, type KeyStatusAnswerJson } from '../../admin/answer-schemas.js';
 import { keyStatusView } from '../../admin/views.js';
@@ -112,6 +114,34 @@ export function registerPublicRoutes(app: FastifyInstance, deps: AppDeps): void 
   app.get('/api/v1/models', modelsDoc, async (): Promise<ModelListJson> => {
     const data = catalog.list().map((m) => modelView(m, modelsCreated));
     return { data, links: { next: null }, total_count: data.length };
+  });
+
+  const generationsDoc = doc({
+    operationId: 'listGenerations',
+    summary: "The calling key's latest generations, newest first (a management key: its account's, or one key's)",
+    tag: 'public',
+    auth: either,
+    query: keyGenerationsQuery,
+    responses: { 200: generationListSchema },
+  });
+  // The calling key's latest generations and its spend over time (the dashboard's key holder view):
+  // an extension of CONTRACT §5, for any key of the account, each seeing its own only.
+  app.get('/api/v1/generations', generationsDoc, async (req) => {
+    const key = await authenticateKey(req, ledger, clock, 'either');
+    return { data: (await deps.reports.keyGenerations(key, req.query)).map(generationView) };
+  });
+
+  const keyActivityDoc = doc({
+    operationId: 'getKeyActivity',
+    summary: "The calling key's spend per UTC day and model over the last 30 days (a management key: its account's)",
+    tag: 'public',
+    auth: either,
+    query: keyActivityQuery,
+    responses: { 200: keyActivitySchema },
+  });
+  app.get('/api/v1/key/activity', keyActivityDoc, async (req) => {
+    const key = await authenticateKey(req, ledger, clock, 'either');
+    return deps.reports.keyActivity(key, req.query);
   });
 
   const generationDoc = doc({

@@ -1,0 +1,58 @@
+import { loadSession } from './session.js';
+
+/** The error body every Tollgate error has (CONTRACT §6). */
+export interface ErrorBody {
+  error: { code: number; message: string; metadata?: Record<string, unknown> };
+}
+
+/** A refused or failed call, with what the answer said and the headers a remedy needs. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ErrorBody | undefined,
+    readonly headers: { retryAfter: string | null; rateLimitReset: string | null },
+  ) {
+    super(body?.error.message ?? `HTTP ${status}`);
+  }
+}
+
+export interface CallOptions {
+  method?: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  body?: unknown;
+  /** A credential other than the session's (sign-in tries one before it is kept). */
+  credential?: string;
+}
+
+/** Calls the gateway's own API (same origin) with the session's credential in the Authorization header. */
+export async function api<T>(path: string, options: CallOptions = {}): Promise<T> {
+  const credential = options.credential ?? loadSession()?.credential ?? '';
+  const headers: Record<string, string> = { authorization: `Bearer ${credential}` };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(path, {
+    method: options.method ?? (options.body === undefined ? 'GET' : 'POST'),
+    headers,
+    body: options.body === undefined ? null : JSON.stringify(options.body),
+    credentials: 'omit',
+    cache: 'no-store',
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (!res.ok) {
+    const body = json && typeof json === 'object' && 'error' in json ? (json as ErrorBody) : undefined;
+    throw new ApiError(res.status, body, { retryAfter: res.headers.get('retry-after'), rateLimitReset: res.headers.get('x-ratelimit-reset') });
+  }
+  return json as T;
+}
+
+/** A query string from the defined values. */
+export function qs(params: Record<string, string | number | boolean | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
