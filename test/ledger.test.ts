@@ -144,6 +144,33 @@ for (const target of databaseTargets) {
       expect((await fresh.getGeneration(upstream.id))?.usageSource).toBe('upstream');
     });
 
+    it('records every field of a generation as charged: any text (quotes, braces, commas, backslashes, "NULL"), nulls, money beyond a double', async () => {
+      const a = await newAccount();
+      const hash = `h-fields-${target.name}`;
+      await newKey(a.id, hash);
+      const huge = 2n ** 62n + 12_345n; // far past 2^53: a float would round it
+      await ledger.addCredits(a.id, huge, 'adjustment', T0);
+      const odd = charge(a.id, hash, huge - 1n, T0, {
+        model: 'we"ird\\model,{x}',
+        provider: 'NULL',
+        finishReason: null,
+        usageSource: null,
+        byokUsage: 2n ** 60n + 1n,
+        isByok: true,
+        streamed: true,
+        cancelled: true,
+        tokensPrompt: 2_000_000_000,
+        latencyMs: 0,
+      });
+      const plain = charge(a.id, hash, 1n, T0 + 1, { finishReason: 'length' });
+      await Promise.all([ledger.charge(odd), ledger.charge(plain)]);
+      const fresh = new KyselyLedger(db); // reads what was written, not what this process queued
+      expect(await fresh.getGeneration(odd.id)).toEqual(odd);
+      expect(await fresh.getGeneration(plain.id)).toEqual(plain);
+      expect(await fresh.getAccount(a.id)).toMatchObject({ balance: 0n, totalUsage: huge });
+      expect((await fresh.keyUsage(hash, T0)).daily).toEqual({ usage: huge, byokUsage: 2n ** 60n + 1n });
+    });
+
     it('charges each generation once, however often it is queued', async () => {
       const a = await newAccount();
       await ledger.addCredits(a.id, creditsFromString('1'), 'purchase', T0);

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql, type ControlledTransaction, type Kysely, type Selectable } from 'kysely';
-import { commitUpdates } from './commit-updates.js';
+import type { CommitSteps } from './commit-steps.js';
 import type {
   Account,
-  AccountSnapshot,
   AccountType,
   Charge,
   CreditKind,
@@ -20,33 +19,15 @@ import type {
 import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
 import { periodKeys, type LimitReset } from './periods.js';
+import { postgresCommitSteps } from './postgres-commit-steps.js';
+import { sqliteCommitSteps } from './sqlite-commit-steps.js';
 import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
+import { writeCommit } from './write-commit.js';
 
 const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
 const num = (v: unknown): number => Number(v);
 const bool = (v: unknown): boolean => Number(v) !== 0;
 const flag = (b: boolean): number => (b ? 1 : 0);
-
-function generationRow(c: Charge): GenerationsTable {
-  return {
-    id: c.id,
-    account_id: c.accountId,
-    key_hash: c.keyHash,
-    model: c.model,
-    provider: c.provider,
-    tokens_prompt: c.tokensPrompt,
-    tokens_completion: c.tokensCompletion,
-    total_cost: c.totalCost,
-    byok_usage: c.byokUsage,
-    is_byok: flag(c.isByok),
-    streamed: flag(c.streamed),
-    cancelled: flag(c.cancelled),
-    finish_reason: c.finishReason,
-    usage_source: c.usageSource,
-    created_at: c.createdAt,
-    latency_ms: c.latencyMs,
-  };
-}
 
 function toAccount(row: Selectable<AccountsTable>): Account {
   return {
@@ -114,22 +95,8 @@ interface Queued {
 const MAX_ATTEMPTS = 5;
 /** Charges written in one transaction at most; the rest wait for the next one. */
 const MAX_BATCH = 2000;
-/**
- * Rows in one multi-row statement. SQLite binds at most 32,766 parameters a statement and PostgreSQL
- * 65,535: 500 generations of 15 columns are 7,500.
- */
-const ROWS_PER_STATEMENT = 500;
-
-function chunks<T>(rows: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
-  return out;
-}
-
 /** How long `close()` waits for the database connections to close once the writing is over. */
 const DESTROY_WAIT_MS = 2000;
-
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Ends a transaction that failed and gives its connection back; a rollback that fails itself is let go. */
 async function rollback(trx: ControlledTransaction<Database>): Promise<void> {
@@ -165,9 +132,10 @@ export interface KyselyLedgerOptions {
 
 /**
  * The ledger on Kysely (SQLite through better-sqlite3, or PostgreSQL). Charges are group-committed:
- * the charges queued while one transaction writes go together in the next one, each table written
- * with one multi-row statement (per ROWS_PER_STATEMENT rows), rows locked in a fixed order (accounts
- * by id, then key usage by key and period) so that two processes sharing a database never deadlock.
+ * the charges queued while one transaction writes go together in the next one (write-commit.ts says
+ * what it writes, and each dialect's CommitSteps how, with statements written once), rows locked in a
+ * fixed order (accounts by id, then key usage by key and period) so that two processes sharing a
+ * database never deadlock. Admin work and reads use the query builder; only the commit is hot.
  * Answers wait for their charge to be durable before they are sent (`awaitDurable`), so a crash
  * loses no charge of an answer delivered in full; charges queued while the database fails are kept
  * in memory and written when it answers again, or logged by the caller of `close()`.
@@ -180,13 +148,14 @@ export class KyselyLedger implements Ledger {
   private scheduled = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private closing = false;
-  private readonly postgres: boolean;
+  /** How this database's dialect writes a group commit. */
+  private readonly steps: CommitSteps;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: KyselyLedgerOptions = {},
   ) {
-    this.postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    this.steps = db.getExecutor().adapter instanceof PostgresAdapter ? postgresCommitSteps : sqliteCommitSteps;
   }
 
   /**
@@ -526,90 +495,12 @@ export class KyselyLedger implements Ledger {
     return retry;
   }
 
-  /**
-   * One transaction for a batch: the generations first (a generation already recorded is skipped, so
-   * no charge is ever applied twice), then the balances and the key usage of the ones inserted, each
-   * with multi-row statements, in a fixed order.
-   */
+  /** One transaction for a batch (see writeCommit for what it writes), then its report to `onCommitted`. */
   private async writeTransaction(batch: Charge[]): Promise<void> {
-    const sorted = [...batch].sort((a, b) => byText(a.id, b.id));
     const trx = await this.db.startTransaction().execute();
     let updates: LedgerUpdate[];
     try {
-      const inserted = new Set<string>();
-      for (const rows of chunks(sorted, ROWS_PER_STATEMENT)) {
-        const ids = await trx
-          .insertInto('generations')
-          .values(rows.map(generationRow))
-          .onConflict((oc) => oc.column('id').doNothing())
-          .returning('id')
-          .execute();
-        for (const r of ids) inserted.add(r.id);
-      }
-      const accountDeltas = new Map<string, bigint>();
-      const usageDeltas = new Map<string, { key_hash: string; period: string; usage: bigint; byok_usage: bigint }>();
-      for (const c of sorted) {
-        if (!inserted.has(c.id)) continue; // already recorded: never charge twice
-        accountDeltas.set(c.accountId, (accountDeltas.get(c.accountId) ?? 0n) + c.totalCost);
-        const p = periodKeys(c.createdAt);
-        for (const period of [p.all, p.daily, p.weekly, p.monthly]) {
-          const k = `${c.keyHash}\u0000${period}`;
-          const d = usageDeltas.get(k) ?? { key_hash: c.keyHash, period, usage: 0n, byok_usage: 0n };
-          d.usage += c.totalCost;
-          d.byok_usage += c.byokUsage;
-          usageDeltas.set(k, d);
-        }
-      }
-      const accounts = [...accountDeltas].sort(([a], [b]) => byText(a, b));
-      if (this.postgres && accounts.length > 0) {
-        // PostgreSQL locks rows as an UPDATE … FROM meets them, in no set order: take them in id order first.
-        await trx
-          .selectFrom('accounts')
-          .select('id')
-          .where(
-            'id',
-            'in',
-            accounts.map(([id]) => id),
-          )
-          .orderBy('id')
-          .forUpdate()
-          .execute();
-      }
-      const snapshots = new Map<string, AccountSnapshot>();
-      for (const rows of chunks(accounts, ROWS_PER_STATEMENT)) {
-        const values = sql.join(rows.map(([id, cost]) => sql`(${id}, CAST(${cost} AS BIGINT))`));
-        const updated = await sql<{ id: string; seq: unknown; balance: unknown; total_usage: unknown }>`UPDATE accounts
-          SET balance = accounts.balance - v.column2, total_usage = accounts.total_usage + v.column2, seq = accounts.seq + 1
-          FROM (VALUES ${values}) AS v WHERE accounts.id = v.column1
-          RETURNING accounts.id, accounts.seq, accounts.balance, accounts.total_usage`.execute(trx);
-        for (const r of updated.rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
-      }
-      const usage = [...usageDeltas.values()].sort((a, b) => byText(a.key_hash, b.key_hash) || byText(a.period, b.period));
-      const keyRows: Array<{ key_hash: string; period: string; usage: unknown; byok_usage: unknown }> = [];
-      for (const rows of chunks(usage, ROWS_PER_STATEMENT)) {
-        const written = await trx
-          .insertInto('key_usage')
-          .values(rows)
-          .onConflict((oc) =>
-            oc.columns(['key_hash', 'period']).doUpdateSet((eb) => ({
-              usage: eb('key_usage.usage', '+', eb.ref('excluded.usage')),
-              byok_usage: eb('key_usage.byok_usage', '+', eb.ref('excluded.byok_usage')),
-            })),
-          )
-          .returning(['key_hash', 'period', 'usage', 'byok_usage'])
-          .execute();
-        keyRows.push(...written);
-      }
-      // Charges recorded by an earlier COMMIT whose answer was lost moved nothing now: their accounts
-      // and keys are read as they stand, so that what this commit reports covers every charge in it.
-      const unmoved = [...new Set(sorted.filter((c) => !inserted.has(c.id)).map((c) => c.accountId))].filter((id) => !snapshots.has(id));
-      if (unmoved.length > 0) {
-        const rows = await trx.selectFrom('accounts').select(['id', 'seq', 'balance', 'total_usage']).where('id', 'in', unmoved).execute();
-        for (const r of rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
-        const keys = [...new Set(sorted.filter((c) => !inserted.has(c.id)).map((c) => c.keyHash))];
-        keyRows.push(...(await trx.selectFrom('key_usage').select(['key_hash', 'period', 'usage', 'byok_usage']).where('key_hash', 'in', keys).execute()));
-      }
-      updates = commitUpdates(sorted, snapshots, keyRows);
+      updates = await writeCommit(trx, this.steps, batch);
     } catch (err) {
       await rollback(trx);
       throw err;
