@@ -199,68 +199,78 @@ return { 'ok', fmt(now), fmt(bh), fmt(bl), budgetHi ~= nil and '1' or '0' }
 `;
 
 /**
- * ARGV: now, id, costHi, costLo, byokHi, byokLo, keyHash, day, week, month, windowMs, leaseMs.
- * The budget hold becomes the actual cost for the window; the running holds become a pending charge.
+ * The writes that never refuse (a request settled, its lease renewed, a ledger commit recorded), any
+ * number of them for one account in one call, applied in order (see turn-batches.ts). ARGV: now, then
+ * the operations, each a code and its fields:
+ *   'S' id costHi costLo byokHi byokLo keyHash day week month windowMs leaseMs: settle the request: its
+ *       budget hold becomes the actual cost for the window, its running holds a pending charge;
+ *   'N' id keyHash leaseMs: renew the request's running holds and pending charge;
+ *   'R' account n (field value)×n m id×m: record a ledger commit, where account is '' or "seq balHi balLo
+ *       usageHi usageLo", each (field, value) is ("HASH|PERIOD", "seq uHi uLo bHi bLo") and the ids are
+ *       the generations it recorded. Each snapshot is written only when newer.
+ * Answers now.
  */
-export const SETTLE = `${COMMON}
+export const APPLY = `${COMMON}
 purge()
-local id, keyHash = ARGV[2], ARGV[7]
-local ch, cl, yh, yl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local costly = ch > 0 or cl > 0
-if drop_hold('b', id) and costly then put_hold('b', id, ch, cl, now + tonumber(ARGV[11]), '1') end
-drop_hold('r', id)
-drop_hold('k:' .. keyHash, id)
-if costly or yh > 0 or yl > 0 then
-  local untilMs = now + tonumber(ARGV[12])
-  redis.call('HSET', KP, id, table.concat({ ARGV[3], ARGV[4], ARGV[5], ARGV[6], keyHash, ARGV[8], ARGV[9], ARGV[10], fmt(untilMs) }, ' '))
-  redis.call('ZADD', KZ, untilMs, 'p|' .. id)
-end
-touch()
-return fmt(now)
-`;
-
-/** ARGV: now, id, keyHash, leaseMs. Extends the request's running holds and pending charge. */
-export const RENEW = `${COMMON}
-purge()
-local id = ARGV[2]
-local untilMs = now + tonumber(ARGV[4])
-for _, scope in ipairs({ 'b', 'r', 'k:' .. ARGV[3] }) do
-  local v = redis.call('HGET', KH, scope .. '|' .. id)
-  if v then
-    local t = split(v)
-    if t[4] == '0' and tonumber(t[3]) < untilMs then put_hold(scope, id, tonumber(t[1]), tonumber(t[2]), untilMs, '0') end
-  end
-end
-local p = redis.call('HGET', KP, id)
-if p then
-  local t = split(p)
-  if tonumber(t[9]) < untilMs then
-    t[9] = fmt(untilMs)
-    redis.call('HSET', KP, id, table.concat(t, ' '))
+local function settle(a)
+  local id, keyHash = ARGV[a], ARGV[a + 5]
+  local ch, cl, yh, yl = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local costly = ch > 0 or cl > 0
+  if drop_hold('b', id) and costly then put_hold('b', id, ch, cl, now + tonumber(ARGV[a + 9]), '1') end
+  drop_hold('r', id)
+  drop_hold('k:' .. keyHash, id)
+  if costly or yh > 0 or yl > 0 then
+    local untilMs = now + tonumber(ARGV[a + 10])
+    redis.call('HSET', KP, id, table.concat({ ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], keyHash, ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], fmt(untilMs) }, ' '))
     redis.call('ZADD', KZ, untilMs, 'p|' .. id)
   end
+  return a + 11
 end
-touch()
-return fmt(now)
-`;
-
-/**
- * ARGV: now, account ('' or "seq balHi balLo usageHi usageLo"), n, then n pairs ("HASH|PERIOD",
- * "seq uHi uLo bHi bLo"), then the committed generation ids. Each snapshot is written only when newer.
- */
-export const RECORD = `${COMMON}
-purge()
+local function renew(a)
+  local id = ARGV[a]
+  local untilMs = now + tonumber(ARGV[a + 2])
+  for _, scope in ipairs({ 'b', 'r', 'k:' .. ARGV[a + 1] }) do
+    local v = redis.call('HGET', KH, scope .. '|' .. id)
+    if v then
+      local t = split(v)
+      if t[4] == '0' and tonumber(t[3]) < untilMs then put_hold(scope, id, tonumber(t[1]), tonumber(t[2]), untilMs, '0') end
+    end
+  end
+  local p = redis.call('HGET', KP, id)
+  if p then
+    local t = split(p)
+    if tonumber(t[9]) < untilMs then
+      t[9] = fmt(untilMs)
+      redis.call('HSET', KP, id, table.concat(t, ' '))
+      redis.call('ZADD', KZ, untilMs, 'p|' .. id)
+    end
+  end
+  return a + 3
+end
 local function newer(field, value)
   local old = redis.call('HGET', KS, field)
   if old and tonumber(split(old)[1]) >= tonumber(split(value)[1]) then return end
   redis.call('HSET', KS, field, value)
 end
-if ARGV[2] ~= '' then newer('a', ARGV[2]) end
-local n = tonumber(ARGV[3])
-for i = 0, n - 1 do newer('k|' .. ARGV[4 + 2 * i], ARGV[5 + 2 * i]) end
-for i = 4 + 2 * n, #ARGV do
-  redis.call('HDEL', KP, ARGV[i])
-  redis.call('ZREM', KZ, 'p|' .. ARGV[i])
+local function record(a)
+  if ARGV[a] ~= '' then newer('a', ARGV[a]) end
+  local n = tonumber(ARGV[a + 1])
+  for i = 0, n - 1 do newer('k|' .. ARGV[a + 2 + 2 * i], ARGV[a + 3 + 2 * i]) end
+  local at = a + 2 + 2 * n
+  local m = tonumber(ARGV[at])
+  for i = at + 1, at + m do
+    redis.call('HDEL', KP, ARGV[i])
+    redis.call('ZREM', KZ, 'p|' .. ARGV[i])
+  end
+  return at + m + 1
+end
+local i = 2
+while i <= #ARGV do
+  local op = ARGV[i]
+  if op == 'S' then i = settle(i + 1)
+  elseif op == 'N' then i = renew(i + 1)
+  elseif op == 'R' then i = record(i + 1)
+  else return redis.error_reply('unknown operation ' .. tostring(op)) end
 end
 touch()
 return fmt(now)
