@@ -268,6 +268,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         clearInterval(idleSweep);
         unwritten = await ledger.close();
         await holds.close();
+        ddos.close();
         await counters.close();
         await searchAgent?.close();
         keys.close();
