@@ -262,7 +262,7 @@ for (const [name, make] of stores) {
         expect(await store.view(A)).toMatchObject({ balance: 9n * C, budgetHeld: 3n * C }); // the recorded charge is not put back
       });
 
-      it('one call a turn for an account: every settlement, renewal and record queued meanwhile', async () => {
+      it('one call a turn for an account: every admission, settlement, renewal and record queued meanwhile, in order', async () => {
         const { store } = await open();
         await store.record(snapshot(40n * C, 1n));
         for (const id of ['a', 'b', 'c', 'd']) await store.admit(req(id, { balance: C, budget: budget(C) }));
@@ -271,15 +271,17 @@ for (const [name, make] of stores) {
         let calls = 0;
         client.tollgateApply = (...a: string[]) => ((calls += 1), apply.apply(client, a));
         try {
-          await Promise.all([
+          const [, , , , , admitted] = await Promise.all([
             store.settle(settle('a', 3n)),
             store.renew(A, 'b', 60_000),
             store.settle(settle('c', 0n)),
             store.record({ ...snapshot(40n * C - 3n, 2n, 3n), committed: ['a'] }),
             store.settle(settle('d', 5n)),
+            store.admit(req('e', { balance: 40n * C - 8n - C })), // exactly what is left once the settlements before it are applied
           ]);
           expect(calls).toBe(1);
-          expect(await store.view(A)).toMatchObject({ balance: 40n * C - 8n, totalUsage: 8n, budgetHeld: C + 8n, runningHeld: C });
+          expect(admitted).toMatchObject({ ok: true, balance: 40n * C - 8n });
+          expect(await store.view(A)).toMatchObject({ balance: 40n * C - 8n, totalUsage: 8n, budgetHeld: C + 8n, runningHeld: 40n * C - 8n });
         } finally {
           client.tollgateApply = apply;
         }

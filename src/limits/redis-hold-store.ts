@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
 import type { AdmitRequest, AdmitResult, ChargePeriods, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
 import { withinDeadline } from './limits-unavailable.js';
-import { ADMIT, APPLY, PUT, VIEW } from './hold-scripts.js';
+import { APPLY, PUT, VIEW } from './hold-scripts.js';
 import { TurnBatches } from './turn-batches.js';
 
 const BASE = 1_000_000_000n;
@@ -43,10 +43,10 @@ type Script = (...keysAndArgs: string[]) => Promise<unknown>;
 /** One operation of the APPLY script (see hold-scripts.ts): its fields, and what its outcome changes here. */
 interface Write {
   args: string[];
-  /** Applied, at Redis's time `now`. */
-  applied(now: number): void;
-  /** Not applied (or not known to be): it is written again later. */
-  failed(): void;
+  /** Applied, at Redis's time `now`, with the operation's answer. */
+  applied(now: number, answer: unknown): void;
+  /** Not applied (or not known to be): `err` says why. */
+  failed(err: unknown): void;
 }
 
 /** The APPLY fields of a ledger commit's record. */
@@ -62,7 +62,6 @@ function recordArgs(update: LedgerUpdate): string[] {
   return args;
 }
 interface Scripts {
-  tollgateAdmit: Script;
   tollgateApply: Script;
   tollgateView: Script;
   tollgatePut: Script;
@@ -85,8 +84,11 @@ export interface RedisHoldStoreOptions {
  * Holds and the money view in Redis (see hold-store.ts for the rules): every gateway process on one
  * Redis admits against one view, each check-and-update one Lua script (hold-scripts.ts) on the
  * account's keys, which share a hash tag and so one Redis Cluster slot. Time is Redis's own.
- * Admission is one call per request; the writes that never refuse (settling, renewing, recording a
- * ledger commit) are queued for the turn and applied in order, one call per account and turn.
+ * What the process asks of an account during one event-loop turn (admissions, settlements, renewals,
+ * records of ledger commits) is queued and sent when the turn ends, in one APPLY call per account,
+ * applied in order; ioredis pipelines the turn's calls into one write. A round trip to Redis costs this
+ * process far more CPU than the script's work (a write to another process's socket), so a turn's
+ * requests share one, at the price of waiting for the end of the turn to be admitted.
  *
  * The store keeps a mirror of this process's running and settling holds and pending charges: a write
  * that failed is written again from it, and when Redis comes back empty (its restart lost them) the
@@ -105,7 +107,7 @@ export class RedisHoldStore implements HoldStore {
   private readonly alive: string;
   private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
-  /** Settlements, renewals and records queued this turn, one APPLY call per account at its end. */
+  /** Admissions, settlements, renewals and records queued this turn: one APPLY call per account at its end. */
   private readonly writes = new TurnBatches<Write>((accountId, ops) => this.apply(accountId, ops));
 
   constructor(
@@ -116,7 +118,6 @@ export class RedisHoldStore implements HoldStore {
     this.timeoutMs = options.timeoutMs ?? 2000;
     this.alive = `${this.prefix}alive:${randomUUID()}`;
     const scripts: Array<[keyof Scripts, string]> = [
-      ['tollgateAdmit', ADMIT],
       ['tollgateApply', APPLY],
       ['tollgateView', VIEW],
       ['tollgatePut', PUT],
@@ -152,8 +153,8 @@ export class RedisHoldStore implements HoldStore {
     return this.redis[script](...this.keys(accountId), this.now(), ...args);
   }
 
-  async admit(req: AdmitRequest): Promise<AdmitResult> {
-    const args = [req.id, String(req.leaseMs), req.refuseNegative ? '1' : '0'];
+  admit(req: AdmitRequest): Promise<AdmitResult> {
+    const args = ['A', req.id, String(req.leaseMs), req.refuseNegative ? '1' : '0'];
     if (req.key) args.push(req.key.hash, req.key.period, req.key.includeByok ? '1' : '0', ...parts(req.key.limit), ...parts(req.key.amount));
     else args.push('', '', '0', '0', '0', '0', '0');
     args.push(...(req.balance === undefined ? ['', '0', '0'] : ['1', ...parts(req.balance)]));
@@ -161,15 +162,23 @@ export class RedisHoldStore implements HoldStore {
     args.push(
       ...(b ? ['1', ...parts(b.amount), ...parts(b.threshold), b.fractionPpm.toString(), ...parts(b.ceiling)] : ['', '0', '0', '0', '0', '0', '0', '0']),
     );
-    let r: string[];
-    try {
-      r = (await withinDeadline(this.timeoutMs, () => this.call('tollgateAdmit', req.accountId, args))) as string[];
-    } catch (err) {
-      // The holds may have been taken: forget them here, and take them back from Redis when it answers.
-      if (!this.mirror.has(req.id)) this.mirror.set(req.id, { accountId: req.accountId, keyHash: req.key?.hash ?? '' });
-      this.dirty.add(req.id);
-      throw err;
-    }
+    return new Promise((resolve, reject) => {
+      void this.writes.add(req.accountId, {
+        args,
+        applied: (_now, answer) => resolve(this.admitted(req, answer as string[])),
+        failed: (err) => {
+          // The holds may have been taken: forget them here, and take them back from Redis when it answers.
+          if (!this.mirror.has(req.id)) this.mirror.set(req.id, { accountId: req.accountId, keyHash: req.key?.hash ?? '' });
+          this.dirty.add(req.id);
+          reject(err);
+        },
+      });
+    });
+  }
+
+  /** What an admission's answer from the APPLY script says. */
+  private admitted(req: AdmitRequest, r: string[]): AdmitResult {
+    const b = req.budget;
     const a = (i: number) => r[i] as string;
     switch (a(0)) {
       case 'ok': {
@@ -254,18 +263,21 @@ export class RedisHoldStore implements HoldStore {
     return this.writes.add(update.accountId, { args: recordArgs(update), applied: () => undefined, failed: () => this.unrecorded.push(update) });
   }
 
-  /** One account's queued writes in one call; each is told its outcome. Never throws. */
+  /** One account's queued operations in one call; each is told its outcome. Never throws. */
   private async apply(accountId: string, ops: Write[]): Promise<void> {
     const args: string[] = [];
     for (const op of ops) for (const a of op.args) args.push(a);
+    let answers: unknown[];
     try {
-      const now = Number(await withinDeadline(this.timeoutMs, () => this.call('tollgateApply', accountId, args)));
-      this.saw(now);
-      for (const op of ops) op.applied(now);
+      answers = (await withinDeadline(this.timeoutMs, () => this.call('tollgateApply', accountId, args))) as unknown[];
     } catch (err) {
-      for (const op of ops) op.failed();
+      for (const op of ops) op.failed(err);
       this.options.onError?.(err);
+      return;
     }
+    const now = Number(answers[0]);
+    this.saw(now);
+    ops.forEach((op, i) => op.applied(now, answers[i + 1]));
   }
 
   async view(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<MoneyView | undefined> {
