@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter, sql, type ControlledTransaction, type Kysely, type Selectable } from 'kysely';
-import type { CommitSteps } from './commit-steps.js';
+import { PostgresAdapter, sql, type Kysely, type Selectable } from 'kysely';
+import type { CommitWriter } from './commit-writer.js';
 import type {
   Account,
   AccountType,
@@ -19,8 +19,8 @@ import type {
 import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
 import { periodKeys, type LimitReset } from './periods.js';
-import { postgresCommitSteps } from './postgres-commit-steps.js';
-import { sqliteCommitSteps } from './sqlite-commit-steps.js';
+import { postgresCommitWriter } from './postgres-commit-writer.js';
+import { sqliteCommitWriter } from './sqlite-commit-writer.js';
 import type { AccountsTable, ApiKeysTable, Database, GenerationsTable } from './schema.js';
 import { writeCommit } from './write-commit.js';
 
@@ -98,14 +98,6 @@ const MAX_BATCH = 2000;
 /** How long `close()` waits for the database connections to close once the writing is over. */
 const DESTROY_WAIT_MS = 2000;
 
-/** Ends a transaction that failed and gives its connection back; a rollback that fails itself is let go. */
-async function rollback(trx: ControlledTransaction<Database>): Promise<void> {
-  await trx
-    .rollback()
-    .execute()
-    .catch(() => undefined);
-}
-
 export interface KyselyLedgerOptions {
   /**
    * Called when a group commit's transaction fails: the charges stay queued and are retried (or, when
@@ -128,14 +120,30 @@ export interface KyselyLedgerOptions {
   maxQueuedCharges?: number;
   /** How long `close()` keeps trying to write queued charges (`ledger.shutdown_deadline_ms`). */
   shutdownDeadlineMs?: number;
+  /**
+   * A group commit starts at most this often (ms): while commits follow each other, the charges of
+   * this long go in one. Default: 0 on SQLite (a commit costs microseconds; the charges of one
+   * event-loop turn go together), COMMIT_INTERVAL_MS on PostgreSQL (see there).
+   */
+  commitIntervalMs?: number;
 }
 
 /**
+ * On PostgreSQL a commit is one round trip (postgres-commit-writer.ts), which costs this process tens of
+ * microseconds of CPU whatever it carries and takes about a millisecond: under load, commits started as
+ * soon as the last one ends would each carry the one or two charges that ended meanwhile. Starting one
+ * at most every few milliseconds makes each carry more, for an added wait of at most that much (an
+ * answer waits for a commit anyway); at low load a commit still starts at once.
+ */
+const COMMIT_INTERVAL_MS = 5;
+
+/**
  * The ledger on Kysely (SQLite through better-sqlite3, or PostgreSQL). Charges are group-committed:
- * the charges queued while one transaction writes go together in the next one (write-commit.ts says
- * what it writes, and each dialect's CommitSteps how, with statements written once), rows locked in a
- * fixed order (accounts by id, then key usage by key and period) so that two processes sharing a
- * database never deadlock. Admin work and reads use the query builder; only the commit is hot.
+ * the charges queued while one commit is written go together in the next one (each dialect's
+ * CommitWriter says how, with SQL written once: one transaction of prepared single-row statements on
+ * SQLite, one statement on PostgreSQL), rows locked in a fixed order (accounts by id, then key usage
+ * by key and period) so that two processes sharing a database never deadlock. Admin work and reads use
+ * the query builder; only the commit is hot.
  * Answers wait for their charge to be durable before they are sent (`awaitDurable`), so a crash
  * loses no charge of an answer delivered in full; charges queued while the database fails are kept
  * in memory and written when it answers again, or logged by the caller of `close()`.
@@ -146,16 +154,21 @@ export class KyselyLedger implements Ledger {
   private readonly pendingCharges = new Map<string, { charge: Charge; written: Promise<void> }>();
   private flushing: Promise<void> | undefined;
   private scheduled = false;
+  /** When the last group commit started (performance.now()). */
+  private lastCommitAt = -Infinity;
+  private readonly commitIntervalMs: number;
   private retryTimer: NodeJS.Timeout | undefined;
   private closing = false;
   /** How this database's dialect writes a group commit. */
-  private readonly steps: CommitSteps;
+  private readonly writer: CommitWriter;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: KyselyLedgerOptions = {},
   ) {
-    this.steps = db.getExecutor().adapter instanceof PostgresAdapter ? postgresCommitSteps : sqliteCommitSteps;
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    this.writer = postgres ? postgresCommitWriter : sqliteCommitWriter;
+    this.commitIntervalMs = options.commitIntervalMs ?? (postgres ? COMMIT_INTERVAL_MS : 0);
   }
 
   /**
@@ -384,14 +397,20 @@ export class KyselyLedger implements Ledger {
     return written;
   }
 
-  /** Starts a group commit on the next turn, unless one is due already or the database is being retried. */
+  /**
+   * Starts a group commit on the next turn (or once `commitIntervalMs` has passed since the last one
+   * started), unless one is due already or the database is being retried.
+   */
   private schedule(): void {
     if (this.scheduled || this.retryTimer || this.closing) return;
     this.scheduled = true;
-    setImmediate(() => {
+    const run = () => {
       this.scheduled = false;
       this.flush().catch(() => undefined);
-    });
+    };
+    const wait = this.lastCommitAt + this.commitIntervalMs - performance.now();
+    if (wait > 0) setTimeout(run, wait);
+    else setImmediate(run);
   }
 
   /**
@@ -422,6 +441,7 @@ export class KyselyLedger implements Ledger {
     while (this.flushing) await this.flushing.catch(() => undefined);
     if (this.queue.length === 0) return;
     const batch = this.queue.splice(0, MAX_BATCH);
+    this.lastCommitAt = performance.now();
     this.flushing = this.writeBatch(batch).then(
       (failed) => {
         this.flushing = undefined;
@@ -495,26 +515,9 @@ export class KyselyLedger implements Ledger {
     return retry;
   }
 
-  /** One transaction for a batch (see writeCommit for what it writes), then its report to `onCommitted`. */
+  /** One group commit (see writeCommit and CommitWriter), then its report to `onCommitted`. */
   private async writeTransaction(batch: Charge[]): Promise<void> {
-    const trx = await this.db.startTransaction().execute();
-    let updates: LedgerUpdate[];
-    try {
-      updates = await writeCommit(trx, this.steps, batch);
-    } catch (err) {
-      await rollback(trx);
-      throw err;
-    }
-    // A COMMIT that fails may still have landed: the charges stay pending and are retried, and a
-    // generation already recorded is never charged again.
-    try {
-      await trx.commit().execute();
-    } catch (err) {
-      // Kysely keeps the connection of a failed COMMIT checked out: the rollback gives it back (even
-      // when it fails itself), so that failures do not drain the pool (or, on SQLite, lock it for good).
-      await rollback(trx);
-      throw err;
-    }
+    const updates = await writeCommit(this.db, this.writer, batch);
     batch.forEach((c) => this.unpend(c));
     this.options.onCommitted?.(updates);
   }
