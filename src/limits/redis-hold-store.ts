@@ -9,6 +9,14 @@ import { TurnBatches } from './turn-batches.js';
 
 const BASE = 1_000_000_000n;
 
+/**
+ * How long a write nobody waits for (a settlement, a renewal, a ledger commit's record) may wait for
+ * an admission to carry it to Redis. Meanwhile other processes see the request's running holds
+ * instead of its actual cost (this process's own admissions and views see every write queued before
+ * them).
+ */
+const LAZY_WRITE_MS = 5;
+
 /** An amount as the (hi, lo) pair the scripts take: ⌊n / 10⁹⌋ and n mod 10⁹ (lo never negative). */
 function parts(n: Nano): [string, string] {
   let hi = n / BASE;
@@ -108,7 +116,7 @@ export class RedisHoldStore implements HoldStore {
   private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
   /** Admissions, settlements, renewals and records queued this turn: one APPLY call per account at its end. */
-  private readonly writes = new TurnBatches<Write>((accountId, ops) => this.apply(accountId, ops));
+  private readonly writes = new TurnBatches<Write>((accountId, ops) => this.apply(accountId, ops), { lazyMs: LAZY_WRITE_MS });
 
   constructor(
     redis: Redis,
@@ -163,7 +171,7 @@ export class RedisHoldStore implements HoldStore {
       ...(b ? ['1', ...parts(b.amount), ...parts(b.threshold), b.fractionPpm.toString(), ...parts(b.ceiling)] : ['', '0', '0', '0', '0', '0', '0', '0']),
     );
     return new Promise((resolve, reject) => {
-      void this.writes.add(req.accountId, {
+      const op: Write = {
         args,
         applied: (_now, answer) => resolve(this.admitted(req, answer as string[])),
         failed: (err) => {
@@ -172,7 +180,8 @@ export class RedisHoldStore implements HoldStore {
           this.dirty.add(req.id);
           reject(err);
         },
-      });
+      };
+      void this.writes.add(req.accountId, op, true);
     });
   }
 
@@ -225,15 +234,19 @@ export class RedisHoldStore implements HoldStore {
     this.keep(req.id, m);
     const { daily, weekly, monthly } = req.periods;
     const args = ['S', req.id, ...parts(req.cost), ...parts(req.byokUsage), req.keyHash, daily, weekly, monthly, String(req.windowMs), String(req.leaseMs)];
-    return this.writes.add(req.accountId, {
-      args,
-      applied: (now) => {
-        // Redis's own deadlines, for when the mirror is put back.
-        if (settling && m.b === settling) settling.until = now + req.windowMs;
-        if (pending && m.pending === pending) pending.until = now + req.leaseMs;
+    return this.writes.add(
+      req.accountId,
+      {
+        args,
+        applied: (now) => {
+          // Redis's own deadlines, for when the mirror is put back.
+          if (settling && m.b === settling) settling.until = now + req.windowMs;
+          if (pending && m.pending === pending) pending.until = now + req.leaseMs;
+        },
+        failed: () => this.dirty.add(req.id),
       },
-      failed: () => this.dirty.add(req.id),
-    });
+      false,
+    );
   }
 
   renew(accountId: string, id: string, leaseMs: number): Promise<void> {
@@ -243,14 +256,18 @@ export class RedisHoldStore implements HoldStore {
       for (const h of [m.b, m.r, m.k]) if (h && !h.settling) h.until = Math.max(h.until, now + leaseMs);
       if (m.pending) m.pending.until = Math.max(m.pending.until, now + leaseMs);
     };
-    return this.writes.add(accountId, {
-      args: ['N', id, m?.keyHash ?? '', String(leaseMs)],
-      applied: extend,
-      failed: () => {
-        extend(this.estimatedNow());
-        if (m) this.dirty.add(id);
+    return this.writes.add(
+      accountId,
+      {
+        args: ['N', id, m?.keyHash ?? '', String(leaseMs)],
+        applied: extend,
+        failed: () => {
+          extend(this.estimatedNow());
+          if (m) this.dirty.add(id);
+        },
       },
-    });
+      false,
+    );
   }
 
   record(update: LedgerUpdate): Promise<void> {
@@ -260,7 +277,7 @@ export class RedisHoldStore implements HoldStore {
       m.pending = undefined;
       this.keep(id, m);
     }
-    return this.writes.add(update.accountId, { args: recordArgs(update), applied: () => undefined, failed: () => this.unrecorded.push(update) });
+    return this.writes.add(update.accountId, { args: recordArgs(update), applied: () => undefined, failed: () => this.unrecorded.push(update) }, false);
   }
 
   /** One account's queued operations in one call; each is told its outcome. Never throws. */
