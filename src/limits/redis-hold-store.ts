@@ -69,6 +69,7 @@ function recordArgs(update: LedgerUpdate): string[] {
   args.push(String(fields.length / 2), ...fields, String(committed.length), ...committed);
   return args;
 }
+
 interface Scripts {
   tollgateApply: Script;
   tollgateView: Script;
@@ -92,11 +93,13 @@ export interface RedisHoldStoreOptions {
  * Holds and the money view in Redis (see hold-store.ts for the rules): every gateway process on one
  * Redis admits against one view, each check-and-update one Lua script (hold-scripts.ts) on the
  * account's keys, which share a hash tag and so one Redis Cluster slot. Time is Redis's own.
- * What the process asks of an account during one event-loop turn (admissions, settlements, renewals,
- * records of ledger commits) is queued and sent when the turn ends, in one APPLY call per account,
- * applied in order; ioredis pipelines the turn's calls into one write. A round trip to Redis costs this
- * process far more CPU than the script's work (a write to another process's socket), so a turn's
- * requests share one, at the price of waiting for the end of the turn to be admitted.
+ *
+ * A round trip to Redis costs this process far more CPU than the script's work (a write to another
+ * process's socket, and reading its answer), so requests share them: what the process asks of an
+ * account (admissions, settlements, renewals, records of ledger commits) is queued and sent in one
+ * APPLY call per account, applied in order, and ioredis pipelines the accounts' calls into one write.
+ * An admission is sent when the event-loop turn ends, with everything queued by then; a write nobody
+ * waits for waits up to LAZY_WRITE_MS for one (turn-batches.ts).
  *
  * The store keeps a mirror of this process's running and settling holds and pending charges: a write
  * that failed is written again from it, and when Redis comes back empty (its restart lost them) the
@@ -115,7 +118,7 @@ export class RedisHoldStore implements HoldStore {
   private readonly alive: string;
   private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
-  /** Admissions, settlements, renewals and records queued this turn: one APPLY call per account at its end. */
+  /** Admissions, settlements, renewals and records on their way: one APPLY call per account and write. */
   private readonly writes = new TurnBatches<Write>((accountId, ops) => this.apply(accountId, ops), { lazyMs: LAZY_WRITE_MS });
 
   constructor(
