@@ -292,6 +292,29 @@ for (const target of databaseTargets) {
       expect(await reporting.moneySnapshot('acct_missing')).toBeUndefined();
     });
 
+    it('a lone charge is committed at once; while commits carry several, one starts at most every commitIntervalMs', async () => {
+      const a = await newAccount();
+      const hash = `h-pace-${target.name}`;
+      await newKey(a.id, hash);
+      const commits: string[][] = [];
+      const paced = new KyselyLedger(db, { commitIntervalMs: 300, onCommitted: (u) => commits.push(u.flatMap((x) => [...(x.committed ?? [])])) });
+      const c = Array.from({ length: 5 }, () => charge(a.id, hash, 1n));
+      let t = performance.now();
+      await paced.charge(c[0]!);
+      expect(performance.now() - t).toBeLessThan(200); // alone: not held back
+      t = performance.now();
+      await Promise.all([paced.charge(c[1]!), paced.charge(c[2]!)]); // the last commit carried one: at once
+      expect(performance.now() - t).toBeLessThan(200);
+      t = performance.now();
+      const later = [paced.charge(c[3]!)]; // the last commit carried two: this one waits for the interval
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      later.push(paced.charge(c[4]!)); // and takes this one along
+      await Promise.all(later);
+      expect(performance.now() - t).toBeGreaterThanOrEqual(200);
+      expect(commits.map((ids) => ids.sort())).toEqual([[c[0]!.id], [c[1]!.id, c[2]!.id].sort(), [c[3]!.id, c[4]!.id].sort()]);
+      await paced.flush();
+    });
+
     it('sets aside a charge the database refuses, without holding back the others', async () => {
       const a = await newAccount();
       const hash = `h-poison-${target.name}`;

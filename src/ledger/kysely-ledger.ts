@@ -121,9 +121,9 @@ export interface KyselyLedgerOptions {
   /** How long `close()` keeps trying to write queued charges (`ledger.shutdown_deadline_ms`). */
   shutdownDeadlineMs?: number;
   /**
-   * A group commit starts at most this often (ms): while commits follow each other, the charges of
-   * this long go in one. Default: 0 on SQLite (a commit costs microseconds; the charges of one
-   * event-loop turn go together), COMMIT_INTERVAL_MS on PostgreSQL (see there).
+   * While commits carry several charges, a group commit starts at most this often (ms), so that the
+   * charges of this long go in one. Default: 0 on SQLite (a commit costs microseconds; the charges of
+   * one event-loop turn go together), COMMIT_INTERVAL_MS on PostgreSQL (see there).
    */
   commitIntervalMs?: number;
 }
@@ -131,9 +131,10 @@ export interface KyselyLedgerOptions {
 /**
  * On PostgreSQL a commit is one round trip (postgres-commit-writer.ts), which costs this process tens of
  * microseconds of CPU whatever it carries and takes about a millisecond: under load, commits started as
- * soon as the last one ends would each carry the one or two charges that ended meanwhile. Starting one
- * at most every few milliseconds makes each carry more, for an added wait of at most that much (an
- * answer waits for a commit anyway); at low load a commit still starts at once.
+ * soon as the last one ends would each carry the few charges that ended meanwhile. While commits carry
+ * several charges (requests end concurrently), one starts at most every COMMIT_INTERVAL_MS, so each
+ * carries more, for an added wait of at most that much (an answer waits for a commit anyway). A lone
+ * client's charges (one a commit) are never held back.
  */
 const COMMIT_INTERVAL_MS = 5;
 
@@ -154,8 +155,8 @@ export class KyselyLedger implements Ledger {
   private readonly pendingCharges = new Map<string, { charge: Charge; written: Promise<void> }>();
   private flushing: Promise<void> | undefined;
   private scheduled = false;
-  /** When the last group commit started (performance.now()). */
-  private lastCommitAt = -Infinity;
+  /** When the last group commit started (performance.now()), and how many charges it carried. */
+  private lastCommit = { at: -Infinity, charges: 0 };
   private readonly commitIntervalMs: number;
   private retryTimer: NodeJS.Timeout | undefined;
   private closing = false;
@@ -398,8 +399,9 @@ export class KyselyLedger implements Ledger {
   }
 
   /**
-   * Starts a group commit on the next turn (or once `commitIntervalMs` has passed since the last one
-   * started), unless one is due already or the database is being retried.
+   * Starts a group commit on the next turn (or, when the last one carried several charges, once
+   * `commitIntervalMs` has passed since it started), unless one is due already or the database is
+   * being retried.
    */
   private schedule(): void {
     if (this.scheduled || this.retryTimer || this.closing) return;
@@ -408,7 +410,7 @@ export class KyselyLedger implements Ledger {
       this.scheduled = false;
       this.flush().catch(() => undefined);
     };
-    const wait = this.lastCommitAt + this.commitIntervalMs - performance.now();
+    const wait = this.lastCommit.charges > 1 ? this.lastCommit.at + this.commitIntervalMs - performance.now() : 0;
     if (wait > 0) setTimeout(run, wait);
     else setImmediate(run);
   }
@@ -441,7 +443,7 @@ export class KyselyLedger implements Ledger {
     while (this.flushing) await this.flushing.catch(() => undefined);
     if (this.queue.length === 0) return;
     const batch = this.queue.splice(0, MAX_BATCH);
-    this.lastCommitAt = performance.now();
+    this.lastCommit = { at: performance.now(), charges: batch.length };
     this.flushing = this.writeBatch(batch).then(
       (failed) => {
         this.flushing = undefined;
