@@ -10,6 +10,9 @@ import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
 import type { Charge, LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest } from '../src/ledger/migrations.js';
+import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
+import { sqliteCommitWriter } from '../src/ledger/sqlite-commit-writer.js';
+import { writeCommit } from '../src/ledger/write-commit.js';
 import { creditsFromString, formatCredits } from '../src/ledger/money.js';
 import { databaseTargets } from './helpers/database.js';
 import type { Database } from '../src/ledger/schema.js';
@@ -216,6 +219,18 @@ for (const target of databaseTargets) {
       const got = await ledger.getAccount(a.id);
       expect(got?.totalUsage).toBe(1234n);
       expect(got?.balance).toBe(1_000_000_000n - 1234n);
+    });
+
+    it('a commit handed the same generation twice records and charges it once', async () => {
+      const a = await newAccount();
+      const hash = `h-twice-${target.name}`;
+      await newKey(a.id, hash);
+      const c = charge(a.id, hash, 40n);
+      const writer = target.name === 'postgres' ? postgresCommitWriter : sqliteCommitWriter;
+      const [update] = await writeCommit(db, writer, [c, { ...c }]);
+      expect(update).toMatchObject({ accountId: a.id, committed: [c.id], account: { totalUsage: 40n } });
+      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(40n);
+      expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(40n);
     });
 
     it('splits key usage into UTC day, Monday week and calendar month', async () => {

@@ -12,7 +12,9 @@ const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * answer says what the commit did to each account it charged (see commitUpdates), for the limits store.
  */
 export async function writeCommit(db: Kysely<Database>, writer: CommitWriter, batch: readonly Charge[]): Promise<LedgerUpdate[]> {
-  const sorted = [...batch].sort((a, b) => byText(a.id, b.id));
+  // Each generation once (charge() never queues one twice; a batch that held one twice would move its
+  // money twice, since both copies would count as recorded now).
+  const sorted = [...batch].sort((a, b) => byText(a.id, b.id)).filter((c, i, all) => i === 0 || all[i - 1]?.id !== c.id);
   const { recorded, accounts, keyRows } = await writer.write(db, sorted);
   if (recorded.size < sorted.length) await readUnmoved(db, sorted, recorded, accounts, keyRows);
   return commitUpdates(sorted, accounts, keyRows);
