@@ -341,6 +341,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         await sender.close();
         await alertAgent.close();
         await holds.close();
+        ddos.close();
         await counters.close();
         await searchAgent?.close();
         keys.close();

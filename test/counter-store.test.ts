@@ -59,6 +59,22 @@ for (const [name, make] of stores) {
       expect(await s.peek(['burst'], T)).toEqual([20]);
     });
 
+    it('adds counts in batches whatever the limit, answering the totals; a hit sees them', async () => {
+      const s = await open();
+      expect(await s.add([{ key: '{x}:a', n: 3, resetAt: T + 1000 }], T)).toEqual([3]);
+      expect(
+        await s.add(
+          [
+            { key: '{x}:a', n: 4, resetAt: T + 1000 },
+            { key: '{x}:b', n: 1, resetAt: T + 1000 },
+          ],
+          T,
+        ),
+      ).toEqual([7, 1]);
+      expect(await s.hit([{ key: '{x}:a', limit: 7, resetAt: T + 1000 }], T)).toEqual({ ok: false, failed: 0, count: 7 });
+      expect(await s.peek(['{x}:a', '{x}:b'], T)).toEqual([7, 1]);
+    });
+
     it('keeps separate keys apart', async () => {
       const s = await open();
       await s.hit([{ key: 'x', limit: 1, resetAt: T + 1000 }], T);

@@ -212,6 +212,34 @@ for (const [name, make] of stores) {
       expect(await store.admit(req('b', { balance: C }))).toMatchObject({ refused: 'snapshot', account: true });
     });
 
+    it('settles the requests that end in one turn together, each as if alone, and a view sees every write issued before it', async () => {
+      const { store } = await open();
+      await store.record(snapshot(40n * C, 1n)); // below the threshold: the budget applies (20)
+      await store.record(keySnapshot(0n));
+      const key = (amount: bigint) => ({ hash: KEY, period: DAY, includeByok: false, limit: 50n * C, amount });
+      const ids = Array.from({ length: 12 }, (_, i) => `t${i}`);
+      for (const id of ids) expect(await store.admit(req(id, { key: key(C), balance: C, budget: budget(C) }))).toMatchObject({ ok: true });
+      // All end at once (nobody waits for the store): costs 1, 2, … nanocredits, one of them nothing.
+      const settled = ids.map((id, i) => store.settle({ ...settle(id, BigInt(i)), byokUsage: BigInt(i % 2) }));
+      // Issued after them, without waiting: the view sees them all.
+      const total = (11n * 12n) / 2n;
+      expect(await store.view(A, { hash: KEY, periods: [DAY] })).toEqual({
+        balance: 40n * C - total,
+        totalUsage: total,
+        keyUsage: new Map([[DAY, { usage: total, byokUsage: 6n }]]),
+        budgetHeld: total,
+        runningHeld: 0n,
+      });
+      await Promise.all(settled);
+      // The commit that records half of them, and a credit entry, queued in one turn after them: in order.
+      const committed = ids.slice(0, 6);
+      const half = (5n * 6n) / 2n;
+      void store.record({ ...snapshot(40n * C - half, 2n, half), committed });
+      void store.record(snapshot(200n * C - half, 3n, half));
+      expect(await store.view(A)).toMatchObject({ balance: 200n * C - total, totalUsage: total, budgetHeld: total });
+      expect(await store.admit(req('after', { key: key(50n * C - total), balance: 200n * C - total }))).toMatchObject({ ok: true });
+    });
+
     if (name === 'redis') {
       it('Redis restarted empty: the process puts back its running and settling holds and pending charges', async () => {
         const m = await open();
@@ -232,6 +260,54 @@ for (const [name, make] of stores) {
         await m.sync?.();
         await store.record(snapshot(9n * C, 2n));
         expect(await store.view(A)).toMatchObject({ balance: 9n * C, budgetHeld: 3n * C }); // the recorded charge is not put back
+      });
+
+      it('one call a turn for an account: every admission, settlement, renewal and record queued meanwhile, in order', async () => {
+        const { store } = await open();
+        await store.record(snapshot(40n * C, 1n));
+        for (const id of ['a', 'b', 'c', 'd']) await store.admit(req(id, { balance: C, budget: budget(C) }));
+        const client = (store as unknown as { redis: Record<string, (...a: string[]) => Promise<unknown>> }).redis;
+        const apply = client.tollgateApply!;
+        let calls = 0;
+        client.tollgateApply = (...a: string[]) => ((calls += 1), apply.apply(client, a));
+        try {
+          const [, , , , , admitted] = await Promise.all([
+            store.settle(settle('a', 3n)),
+            store.renew(A, 'b', 60_000),
+            store.settle(settle('c', 0n)),
+            store.record({ ...snapshot(40n * C - 3n, 2n, 3n), committed: ['a'] }),
+            store.settle(settle('d', 5n)),
+            store.admit(req('e', { balance: 40n * C - 8n - C })), // exactly what is left once the settlements before it are applied
+          ]);
+          expect(calls).toBe(1);
+          expect(admitted).toMatchObject({ ok: true, balance: 40n * C - 8n });
+          expect(await store.view(A)).toMatchObject({ balance: 40n * C - 8n, totalUsage: 8n, budgetHeld: C + 8n, runningHeld: 40n * C - 8n });
+        } finally {
+          client.tollgateApply = apply;
+        }
+      });
+
+      it('a write nobody waits for waits a few ms for an admission to carry it, or goes alone', async () => {
+        const { store } = await open();
+        await store.record(snapshot(40n * C, 1n));
+        for (const id of ['a', 'b']) await store.admit(req(id, { balance: C, budget: budget(C) }));
+        const client = (store as unknown as { redis: Record<string, (...a: string[]) => Promise<unknown>> }).redis;
+        const apply = client.tollgateApply!;
+        let calls = 0;
+        client.tollgateApply = (...a: string[]) => ((calls += 1), apply.apply(client, a));
+        try {
+          const settled = store.settle(settle('a', 3n));
+          await new Promise((resolve) => setImmediate(resolve));
+          expect(calls).toBe(0); // still waiting
+          expect(await store.admit(req('c', { balance: C }))).toMatchObject({ ok: true, balance: 40n * C - 3n });
+          expect(calls).toBe(1); // the admission carried it
+          await settled;
+          await store.settle(settle('b', 4n)); // alone: written within a few ms
+          expect(calls).toBe(2);
+        } finally {
+          client.tollgateApply = apply;
+        }
+        expect(await store.view(A)).toMatchObject({ balance: 40n * C - 7n, runningHeld: C });
       });
 
       it('fails closed within its deadline when Redis does not answer (503 limits_unavailable)', async () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, sql, SqliteDialect, type Dialect } from 'kysely';
+import { Kysely, PostgresDialect, sql, SqliteDialect, type DatabaseConnection, type Dialect } from 'kysely';
 import pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,9 @@ import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
 import type { Charge, LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest } from '../src/ledger/migrations.js';
+import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
+import { sqliteCommitWriter } from '../src/ledger/sqlite-commit-writer.js';
+import { writeCommit } from '../src/ledger/write-commit.js';
 import { creditsFromString, formatCredits } from '../src/ledger/money.js';
 import { databaseTargets } from './helpers/database.js';
 import type { Database } from '../src/ledger/schema.js';
@@ -42,28 +45,56 @@ function charge(accountId: string, keyHash: string, cost: bigint, at = T0, extra
 
 /**
  * A dialect whose COMMIT lands and then fails, `lost.left` times: a COMMIT whose answer was lost (the
- * connection dropped just after the server committed).
+ * connection dropped just after the server committed). On PostgreSQL a group commit is one statement
+ * without BEGIN and COMMIT: that statement's answer is the one lost.
  */
 function losingCommitAnswers(inner: Dialect, lost: { left: number }): Dialect {
+  const lose = () => {
+    if (lost.left <= 0) return;
+    lost.left -= 1;
+    throw new Error('Connection terminated unexpectedly');
+  };
+  const losingConnection = (connection: DatabaseConnection): DatabaseConnection => ({
+    executeQuery: async (query) => {
+      const result = await connection.executeQuery(query);
+      if (query.sql.includes('INSERT INTO generations') && query.sql.startsWith('WITH')) lose();
+      return result as never;
+    },
+    streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
+  });
   return {
     createAdapter: () => inner.createAdapter(),
     createQueryCompiler: () => inner.createQueryCompiler(),
     createIntrospector: (db) => inner.createIntrospector(db),
     createDriver: () => {
       const driver = inner.createDriver();
+      const given = new WeakMap<DatabaseConnection, DatabaseConnection>(); // the driver's connection → the one handed out
+      const original = new WeakMap<object, DatabaseConnection>(); // and back
+      const unwrap = (a: unknown) => (typeof a === 'object' && a !== null ? (original.get(a) ?? a) : a);
       return new Proxy(driver, {
         get(target, prop) {
-          if (prop === 'commitTransaction') {
-            return async (...args: Parameters<typeof target.commitTransaction>) => {
-              await target.commitTransaction(...args);
-              if (lost.left > 0) {
-                lost.left -= 1;
-                throw new Error('Connection terminated unexpectedly');
+          if (prop === 'acquireConnection') {
+            return async () => {
+              const c = await target.acquireConnection();
+              let w = given.get(c);
+              if (!w) {
+                w = losingConnection(c);
+                given.set(c, w);
+                original.set(w, c);
               }
+              return w;
+            };
+          }
+          if (prop === 'commitTransaction') {
+            return async (c: DatabaseConnection) => {
+              await target.commitTransaction(unwrap(c) as DatabaseConnection);
+              lose();
             };
           }
           const value = Reflect.get(target, prop, target) as unknown;
-          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          if (typeof value !== 'function') return value;
+          // Whatever else the driver does to a connection (begin, rollback, release), it does to its own.
+          return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args.map(unwrap));
         },
       });
     },
@@ -106,6 +137,9 @@ for (const target of databaseTargets) {
         createdAt: T0,
       });
 
+    const newKeyOn = (l: KyselyLedger, accountId: string, hash: string) =>
+      l.createKey({ hash, accountId, name: 'k', label: 'l', limit: null, limitReset: null, includeByokInLimit: false, expiresAt: null, createdAt: T0 });
+
     it("keeps amounts beyond a double's precision exact", async () => {
       const a = await newAccount();
       const big = creditsFromString('999999999.123456789');
@@ -144,6 +178,33 @@ for (const target of databaseTargets) {
       expect((await fresh.getGeneration(upstream.id))?.usageSource).toBe('upstream');
     });
 
+    it('records every field of a generation as charged: any text (quotes, braces, commas, backslashes, "NULL"), nulls, money beyond a double', async () => {
+      const a = await newAccount();
+      const hash = `h-fields-${target.name}`;
+      await newKey(a.id, hash);
+      const huge = 2n ** 62n + 12_345n; // far past 2^53: a float would round it
+      await ledger.addCredits(a.id, huge, 'adjustment', T0);
+      const odd = charge(a.id, hash, huge - 1n, T0, {
+        model: 'we"ird\\model,{x}',
+        provider: 'NULL',
+        finishReason: null,
+        usageSource: null,
+        byokUsage: 2n ** 60n + 1n,
+        isByok: true,
+        streamed: true,
+        cancelled: true,
+        tokensPrompt: 2_000_000_000,
+        latencyMs: 0,
+      });
+      const plain = charge(a.id, hash, 1n, T0 + 1, { finishReason: 'length' });
+      await Promise.all([ledger.charge(odd), ledger.charge(plain)]);
+      const fresh = new KyselyLedger(db); // reads what was written, not what this process queued
+      expect(await fresh.getGeneration(odd.id)).toEqual(odd);
+      expect(await fresh.getGeneration(plain.id)).toEqual(plain);
+      expect(await fresh.getAccount(a.id)).toMatchObject({ balance: 0n, totalUsage: huge });
+      expect((await fresh.keyUsage(hash, T0)).daily).toEqual({ usage: huge, byokUsage: 2n ** 60n + 1n });
+    });
+
     it('charges each generation once, however often it is queued', async () => {
       const a = await newAccount();
       await ledger.addCredits(a.id, creditsFromString('1'), 'purchase', T0);
@@ -158,6 +219,18 @@ for (const target of databaseTargets) {
       const got = await ledger.getAccount(a.id);
       expect(got?.totalUsage).toBe(1234n);
       expect(got?.balance).toBe(1_000_000_000n - 1234n);
+    });
+
+    it('a commit handed the same generation twice records and charges it once', async () => {
+      const a = await newAccount();
+      const hash = `h-twice-${target.name}`;
+      await newKey(a.id, hash);
+      const c = charge(a.id, hash, 40n);
+      const writer = target.name === 'postgres' ? postgresCommitWriter : sqliteCommitWriter;
+      const [update] = await writeCommit(db, writer, [c, { ...c }]);
+      expect(update).toMatchObject({ accountId: a.id, committed: [c.id], account: { totalUsage: 40n } });
+      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(40n);
+      expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(40n);
     });
 
     it('splits key usage into UTC day, Monday week and calendar month', async () => {
@@ -232,6 +305,29 @@ for (const target of databaseTargets) {
       ]);
       expect(seen[0]?.account?.balance).toBe(5_000_000_000n); // the credit entry was reported too
       expect(await reporting.moneySnapshot('acct_missing')).toBeUndefined();
+    });
+
+    it('a lone charge is committed at once; while commits carry several, one starts at most every commitIntervalMs', async () => {
+      const a = await newAccount();
+      const hash = `h-pace-${target.name}`;
+      await newKey(a.id, hash);
+      const commits: string[][] = [];
+      const paced = new KyselyLedger(db, { commitIntervalMs: 300, onCommitted: (u) => commits.push(u.flatMap((x) => [...(x.committed ?? [])])) });
+      const c = Array.from({ length: 5 }, () => charge(a.id, hash, 1n));
+      let t = performance.now();
+      await paced.charge(c[0]!);
+      expect(performance.now() - t).toBeLessThan(200); // alone: not held back
+      t = performance.now();
+      await Promise.all([paced.charge(c[1]!), paced.charge(c[2]!)]); // the last commit carried one: at once
+      expect(performance.now() - t).toBeLessThan(200);
+      t = performance.now();
+      const later = [paced.charge(c[3]!)]; // the last commit carried two: this one waits for the interval
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      later.push(paced.charge(c[4]!)); // and takes this one along
+      await Promise.all(later);
+      expect(performance.now() - t).toBeGreaterThanOrEqual(200);
+      expect(commits.map((ids) => ids.sort())).toEqual([[c[0]!.id], [c[1]!.id, c[2]!.id].sort(), [c[3]!.id, c[4]!.id].sort()]);
+      await paced.flush();
     });
 
     it('sets aside a charge the database refuses, without holding back the others', async () => {
@@ -322,6 +418,41 @@ for (const target of databaseTargets) {
       expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(12n);
     });
 
+    // PostgreSQL only: SQLite connections in one thread would wait on each other synchronously.
+    it.runIf(target.name === 'postgres')(
+      'several processes charging the same accounts at once, in opposite orders: every commit goes through, totals exact',
+      async () => {
+        const dbs = Array.from({ length: 4 }, () => openDatabase(url));
+        try {
+          const errors: unknown[] = [];
+          const ledgers = dbs.map((d) => new KyselyLedger(d, { onFlushError: (e) => errors.push(e), retryDelayMs: 60_000 }));
+          const accounts = await Promise.all(
+            Array.from({ length: 20 }, () => ledgers[0]!.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false })),
+          );
+          const hash = (i: number) => `h-locks-${target.name}-${i}`;
+          await Promise.all(accounts.map((a, i) => newKeyOn(ledgers[0]!, a.id, hash(i))));
+          // Each process charges every account in every round, each in its own order.
+          for (let round = 0; round < 20; round++) {
+            await Promise.all(
+              ledgers.map(async (l, p) => {
+                const order = p % 2 === 0 ? accounts.map((_, i) => i) : accounts.map((_, i) => accounts.length - 1 - i);
+                const written = order.map((i) => l.charge(charge(accounts[i]!.id, hash(i), BigInt(1 + p))));
+                await l.flush();
+                await Promise.all(written);
+              }),
+            );
+          }
+          expect(errors).toEqual([]);
+          for (const [i, a] of accounts.entries()) {
+            expect((await ledgers[0]!.getAccount(a.id))?.totalUsage).toBe(20n * (1n + 2n + 3n + 4n));
+            expect((await ledgers[0]!.keyUsage(hash(i), T0)).daily.usage).toBe(20n * 10n);
+          }
+        } finally {
+          await Promise.all(dbs.map((d) => d.destroy()));
+        }
+      },
+    );
+
     it('issue 8: first start is race-free: of many processes creating a setting at once, one value wins and one creates it', async () => {
       // Each "process" is a ledger on a connection of its own to one database: PostgreSQL pools, or
       // SQLite connections to one file (an in-memory database cannot be shared).
@@ -380,7 +511,8 @@ for (const target of databaseTargets) {
       const lossy = new Kysely<Database>({ dialect: losingCommitAnswers(inner, lost) });
       try {
         if (target.name === 'sqlite') await migrateToLatest(lossy);
-        const l = new KyselyLedger(lossy, { retryDelayMs: 60_000 });
+        const reports: LedgerUpdate[] = [];
+        const l = new KyselyLedger(lossy, { retryDelayMs: 60_000, onCommitted: (u) => reports.push(...u) });
         const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
         const hash = `h-lost-${target.name}`;
         await l.createKey({
@@ -397,13 +529,19 @@ for (const target of databaseTargets) {
         lost.left = 5;
         const charges = Array.from({ length: 3 }, () => charge(a.id, hash, 11n));
         const written = charges.map((c) => l.charge(c));
-        // Each flush's COMMIT lands and reports failure: the charges stay queued and are sent again.
+        // Each flush's commit lands and reports failure: the charges stay queued and are sent again.
         while (lost.left > 0) await expect(l.flush()).rejects.toThrow(/terminated/);
         await l.flush();
         await Promise.all(written);
         const fresh = new KyselyLedger(lossy);
         expect((await fresh.getAccount(a.id))?.totalUsage).toBe(33n);
         expect((await fresh.keyUsage(hash, T0)).all.usage).toBe(33n);
+        // The commit that finally answered moved nothing (the first one had landed): it reports the
+        // account and the key as they stand, so that the limits store drops the pending charges.
+        const last = reports.at(-1);
+        expect([...(last?.committed ?? [])].sort()).toEqual(charges.map((c) => c.id).sort());
+        expect(last?.account).toMatchObject({ totalUsage: 33n, balance: -33n });
+        expect(last?.keys?.[0]?.periods.find((p) => p.period === 'all')).toMatchObject({ usage: 33n, seq: last?.account?.seq });
       } finally {
         await lossy.destroy();
         rmSync(dir, { recursive: true, force: true });

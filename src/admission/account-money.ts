@@ -21,12 +21,16 @@ export class AccountMoney {
     private readonly clock: Clock,
   ) {}
 
-  /** Reads the account (and the key's current periods) from the ledger into the store. */
+  /**
+   * Reads the account (and the key's current periods) from the ledger into the store. The store
+   * applies what it is given in order: the admission or view asked next sees the snapshot without
+   * waiting for it to be written first (the Redis store sends both in one call).
+   */
   private async load(accountId: string, keyHash: string | undefined): Promise<void> {
     const p = periodKeys(this.clock.now());
     const snapshot = await this.ledger.moneySnapshot(accountId, keyHash ? { hash: keyHash, periods: [p.all, p.daily, p.weekly, p.monthly] } : undefined);
     if (!snapshot) throw goneAccount();
-    await this.holds.record(snapshot);
+    void this.holds.record(snapshot);
   }
 
   /** One atomic admission against the store, loading the snapshots it lacks first. */

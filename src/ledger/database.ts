@@ -37,7 +37,7 @@ function withStatementCache(db: BetterSqlite3.Database): BetterSqlite3.Database 
 export const POSTGRES_LIMITS = {
   /** A new connection, or a free one from the pool. */
   connectMs: 2000,
-  /** One statement, on the server. The ledger's are small: a group commit writes 500 rows a statement. */
+  /** One statement, on the server. The ledger's are small: a group commit is one statement of at most 2,000 charges. */
   statementMs: 2000,
   /** A transaction open with no statement running. */
   idleInTransactionMs: 10_000,

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter, sql, type ControlledTransaction, type Kysely } from 'kysely';
-import { commitUpdates } from './commit-updates.js';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import type { CommitWriter } from './commit-writer.js';
 import { listAccounts, listGenerations, spend } from './report-queries.js';
 import { big, bool, num, toAccount, toGeneration } from './rows.js';
-import { addRollups, rollupDeltas } from './spend-rollups.js';
 import type {
   Account,
   AccountQuery,
-  AccountSnapshot,
   Charge,
   CreditKind,
   Generation,
@@ -29,30 +27,12 @@ import type {
 import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
 import { periodKeys, type LimitReset } from './periods.js';
-import type { ApiKeysTable, Database, GenerationsTable } from './schema.js';
+import { postgresCommitWriter } from './postgres-commit-writer.js';
+import { sqliteCommitWriter } from './sqlite-commit-writer.js';
+import type { ApiKeysTable, Database } from './schema.js';
+import { writeCommit } from './write-commit.js';
 
 const flag = (b: boolean): number => (b ? 1 : 0);
-
-function generationRow(c: Charge): GenerationsTable {
-  return {
-    id: c.id,
-    account_id: c.accountId,
-    key_hash: c.keyHash,
-    model: c.model,
-    provider: c.provider,
-    tokens_prompt: c.tokensPrompt,
-    tokens_completion: c.tokensCompletion,
-    total_cost: c.totalCost,
-    byok_usage: c.byokUsage,
-    is_byok: flag(c.isByok),
-    streamed: flag(c.streamed),
-    cancelled: flag(c.cancelled),
-    finish_reason: c.finishReason,
-    usage_source: c.usageSource,
-    created_at: c.createdAt,
-    latency_ms: c.latencyMs,
-  };
-}
 
 function toKey(row: ApiKeysTable, secrets: readonly KeySecret[]): KeyRecord {
   return {
@@ -94,30 +74,8 @@ interface Queued {
 const MAX_ATTEMPTS = 5;
 /** Charges written in one transaction at most; the rest wait for the next one. */
 const MAX_BATCH = 2000;
-/**
- * Rows in one multi-row statement. SQLite binds at most 32,766 parameters a statement and PostgreSQL
- * 65,535: 500 generations of 15 columns are 7,500.
- */
-const ROWS_PER_STATEMENT = 500;
-
-function chunks<T>(rows: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
-  return out;
-}
-
 /** How long `close()` waits for the database connections to close once the writing is over. */
 const DESTROY_WAIT_MS = 2000;
-
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** Ends a transaction that failed and gives its connection back; a rollback that fails itself is let go. */
-async function rollback(trx: ControlledTransaction<Database>): Promise<void> {
-  await trx
-    .rollback()
-    .execute()
-    .catch(() => undefined);
-}
 
 export interface KyselyLedgerOptions {
   /**
@@ -141,13 +99,31 @@ export interface KyselyLedgerOptions {
   maxQueuedCharges?: number;
   /** How long `close()` keeps trying to write queued charges (`ledger.shutdown_deadline_ms`). */
   shutdownDeadlineMs?: number;
+  /**
+   * While commits carry several charges, a group commit starts at most this often (ms), so that the
+   * charges of this long go in one. Default: 0 on SQLite (a commit costs microseconds; the charges of
+   * one event-loop turn go together), COMMIT_INTERVAL_MS on PostgreSQL (see there).
+   */
+  commitIntervalMs?: number;
 }
 
 /**
+ * On PostgreSQL a commit is one round trip (postgres-commit-writer.ts), which costs this process tens of
+ * microseconds of CPU whatever it carries and takes about a millisecond: under load, commits started as
+ * soon as the last one ends would each carry the few charges that ended meanwhile. While commits carry
+ * several charges (requests end concurrently), one starts at most every COMMIT_INTERVAL_MS, so each
+ * carries more, for an added wait of at most that much (an answer waits for a commit anyway). A lone
+ * client's charges (one a commit) are never held back.
+ */
+const COMMIT_INTERVAL_MS = 5;
+
+/**
  * The ledger on Kysely (SQLite through better-sqlite3, or PostgreSQL). Charges are group-committed:
- * the charges queued while one transaction writes go together in the next one, each table written
- * with one multi-row statement (per ROWS_PER_STATEMENT rows), rows locked in a fixed order (accounts
- * by id, then key usage by key and period) so that two processes sharing a database never deadlock.
+ * the charges queued while one commit is written go together in the next one (each dialect's
+ * CommitWriter says how, with SQL written once: one transaction of prepared single-row statements on
+ * SQLite, one statement on PostgreSQL), rows locked in a fixed order (accounts by id, then key usage
+ * by key and period) so that two processes sharing a database never deadlock. Admin work and reads use
+ * the query builder; only the commit is hot.
  * Answers wait for their charge to be durable before they are sent (`awaitDurable`), so a crash
  * loses no charge of an answer delivered in full; charges queued while the database fails are kept
  * in memory and written when it answers again, or logged by the caller of `close()`.
@@ -158,15 +134,21 @@ export class KyselyLedger implements Ledger {
   private readonly pendingCharges = new Map<string, { charge: Charge; written: Promise<void> }>();
   private flushing: Promise<void> | undefined;
   private scheduled = false;
+  /** When the last group commit started (performance.now()), and how many charges it carried. */
+  private lastCommit = { at: -Infinity, charges: 0 };
+  private readonly commitIntervalMs: number;
   private retryTimer: NodeJS.Timeout | undefined;
   private closing = false;
-  private readonly postgres: boolean;
+  /** How this database's dialect writes a group commit. */
+  private readonly writer: CommitWriter;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: KyselyLedgerOptions = {},
   ) {
-    this.postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    this.writer = postgres ? postgresCommitWriter : sqliteCommitWriter;
+    this.commitIntervalMs = options.commitIntervalMs ?? (postgres ? COMMIT_INTERVAL_MS : 0);
   }
 
   /**
@@ -478,14 +460,21 @@ export class KyselyLedger implements Ledger {
     return written;
   }
 
-  /** Starts a group commit on the next turn, unless one is due already or the database is being retried. */
+  /**
+   * Starts a group commit on the next turn (or, when the last one carried several charges, once
+   * `commitIntervalMs` has passed since it started), unless one is due already or the database is
+   * being retried.
+   */
   private schedule(): void {
     if (this.scheduled || this.retryTimer || this.closing) return;
     this.scheduled = true;
-    setImmediate(() => {
+    const run = () => {
       this.scheduled = false;
       this.flush().catch(() => undefined);
-    });
+    };
+    const wait = this.lastCommit.charges > 1 ? this.lastCommit.at + this.commitIntervalMs - performance.now() : 0;
+    if (wait > 0) setTimeout(run, wait);
+    else setImmediate(run);
   }
 
   /**
@@ -516,6 +505,7 @@ export class KyselyLedger implements Ledger {
     while (this.flushing) await this.flushing.catch(() => undefined);
     if (this.queue.length === 0) return;
     const batch = this.queue.splice(0, MAX_BATCH);
+    this.lastCommit = { at: performance.now(), charges: batch.length };
     this.flushing = this.writeBatch(batch).then(
       (failed) => {
         this.flushing = undefined;
@@ -589,106 +579,9 @@ export class KyselyLedger implements Ledger {
     return retry;
   }
 
-  /**
-   * One transaction for a batch: the generations first (a generation already recorded is skipped, so
-   * no charge is ever applied twice), then the balances and the key usage of the ones inserted, each
-   * with multi-row statements, in a fixed order.
-   */
+  /** One group commit (see writeCommit and CommitWriter), then its report to `onCommitted`. */
   private async writeTransaction(batch: Charge[]): Promise<void> {
-    const sorted = [...batch].sort((a, b) => byText(a.id, b.id));
-    const trx = await this.db.startTransaction().execute();
-    let updates: LedgerUpdate[];
-    try {
-      const inserted = new Set<string>();
-      for (const rows of chunks(sorted, ROWS_PER_STATEMENT)) {
-        const ids = await trx
-          .insertInto('generations')
-          .values(rows.map(generationRow))
-          .onConflict((oc) => oc.column('id').doNothing())
-          .returning('id')
-          .execute();
-        for (const r of ids) inserted.add(r.id);
-      }
-      const accountDeltas = new Map<string, bigint>();
-      const usageDeltas = new Map<string, { key_hash: string; period: string; usage: bigint; byok_usage: bigint }>();
-      for (const c of sorted) {
-        if (!inserted.has(c.id)) continue; // already recorded: never charge twice
-        accountDeltas.set(c.accountId, (accountDeltas.get(c.accountId) ?? 0n) + c.totalCost);
-        const p = periodKeys(c.createdAt);
-        for (const period of [p.all, p.daily, p.weekly, p.monthly]) {
-          const k = `${c.keyHash}\u0000${period}`;
-          const d = usageDeltas.get(k) ?? { key_hash: c.keyHash, period, usage: 0n, byok_usage: 0n };
-          d.usage += c.totalCost;
-          d.byok_usage += c.byokUsage;
-          usageDeltas.set(k, d);
-        }
-      }
-      const accounts = [...accountDeltas].sort(([a], [b]) => byText(a, b));
-      if (this.postgres && accounts.length > 0) {
-        // PostgreSQL locks rows as an UPDATE … FROM meets them, in no set order: take them in id order first.
-        await trx
-          .selectFrom('accounts')
-          .select('id')
-          .where(
-            'id',
-            'in',
-            accounts.map(([id]) => id),
-          )
-          .orderBy('id')
-          .forUpdate()
-          .execute();
-      }
-      const snapshots = new Map<string, AccountSnapshot>();
-      for (const rows of chunks(accounts, ROWS_PER_STATEMENT)) {
-        const values = sql.join(rows.map(([id, cost]) => sql`(${id}, CAST(${cost} AS BIGINT))`));
-        const updated = await sql<{ id: string; seq: unknown; balance: unknown; total_usage: unknown }>`UPDATE accounts
-          SET balance = accounts.balance - v.column2, total_usage = accounts.total_usage + v.column2, seq = accounts.seq + 1
-          FROM (VALUES ${values}) AS v WHERE accounts.id = v.column1
-          RETURNING accounts.id, accounts.seq, accounts.balance, accounts.total_usage`.execute(trx);
-        for (const r of updated.rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
-      }
-      const usage = [...usageDeltas.values()].sort((a, b) => byText(a.key_hash, b.key_hash) || byText(a.period, b.period));
-      const keyRows: Array<{ key_hash: string; period: string; usage: unknown; byok_usage: unknown }> = [];
-      for (const rows of chunks(usage, ROWS_PER_STATEMENT)) {
-        const written = await trx
-          .insertInto('key_usage')
-          .values(rows)
-          .onConflict((oc) =>
-            oc.columns(['key_hash', 'period']).doUpdateSet((eb) => ({
-              usage: eb('key_usage.usage', '+', eb.ref('excluded.usage')),
-              byok_usage: eb('key_usage.byok_usage', '+', eb.ref('excluded.byok_usage')),
-            })),
-          )
-          .returning(['key_hash', 'period', 'usage', 'byok_usage'])
-          .execute();
-        keyRows.push(...written);
-      }
-      // The spend rollups that reports read, in the same transaction as the charges.
-      await addRollups(trx, rollupDeltas(sorted, inserted));
-      // Charges recorded by an earlier COMMIT whose answer was lost moved nothing now: their accounts
-      // and keys are read as they stand, so that what this commit reports covers every charge in it.
-      const unmoved = [...new Set(sorted.filter((c) => !inserted.has(c.id)).map((c) => c.accountId))].filter((id) => !snapshots.has(id));
-      if (unmoved.length > 0) {
-        const rows = await trx.selectFrom('accounts').select(['id', 'seq', 'balance', 'total_usage']).where('id', 'in', unmoved).execute();
-        for (const r of rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
-        const keys = [...new Set(sorted.filter((c) => !inserted.has(c.id)).map((c) => c.keyHash))];
-        keyRows.push(...(await trx.selectFrom('key_usage').select(['key_hash', 'period', 'usage', 'byok_usage']).where('key_hash', 'in', keys).execute()));
-      }
-      updates = commitUpdates(sorted, snapshots, keyRows);
-    } catch (err) {
-      await rollback(trx);
-      throw err;
-    }
-    // A COMMIT that fails may still have landed: the charges stay pending and are retried, and a
-    // generation already recorded is never charged again.
-    try {
-      await trx.commit().execute();
-    } catch (err) {
-      // Kysely keeps the connection of a failed COMMIT checked out: the rollback gives it back (even
-      // when it fails itself), so that failures do not drain the pool (or, on SQLite, lock it for good).
-      await rollback(trx);
-      throw err;
-    }
+    const updates = await writeCommit(this.db, this.writer, batch);
     batch.forEach((c) => this.unpend(c));
     this.options.onCommitted?.(updates);
   }

@@ -2,21 +2,40 @@
 export type LimitReset = 'daily' | 'weekly' | 'monthly';
 
 export interface PeriodKeys {
-  all: string;
-  daily: string;
-  weekly: string;
-  monthly: string;
+  readonly all: string;
+  readonly daily: string;
+  readonly weekly: string;
+  readonly monthly: string;
 }
 
+const DAY_MS = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function periodKeys(nowMs: number): PeriodKeys {
-  const d = new Date(nowMs);
-  const day = iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate())).slice(0, 10);
+function computePeriodKeys(day: number): PeriodKeys {
+  const d = new Date(day * DAY_MS);
+  const date = iso(day * DAY_MS).slice(0, 10);
   const sinceMonday = (d.getUTCDay() + 6) % 7;
-  const monday = iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - sinceMonday)).slice(0, 10);
-  const month = day.slice(0, 7);
-  return { all: 'all', daily: `d:${day}`, weekly: `w:${monday}`, monthly: `m:${month}` };
+  const monday = iso((day - sinceMonday) * DAY_MS).slice(0, 10);
+  return Object.freeze({ all: 'all', daily: `d:${date}`, weekly: `w:${monday}`, monthly: `m:${date.slice(0, 7)}` });
+}
+
+/**
+ * The period names of the UTC day of `day` (days since the epoch), kept for the last few days asked:
+ * every request asks for them (admission, settlement, the ledger's commit), and they change once a day.
+ * A pure function's memo, so sharing it between callers changes nothing they see.
+ */
+const byDay = new Map<number, PeriodKeys>();
+const DAYS_KEPT = 4;
+
+export function periodKeys(nowMs: number): PeriodKeys {
+  const day = Math.floor(nowMs / DAY_MS);
+  let keys = byDay.get(day);
+  if (!keys) {
+    if (byDay.size >= DAYS_KEPT) byDay.clear();
+    keys = computePeriodKeys(day);
+    byDay.set(day, keys);
+  }
+  return keys;
 }
 
 /** When the period that contains `nowMs` ends (the next reset), in ms. */

@@ -1,11 +1,6 @@
-import type { Kysely } from 'kysely';
 import type { Charge } from './ledger.js';
-import type { Database, SpendHourlyTable } from './schema.js';
 
 const HOUR_MS = 3_600_000;
-/** Rows a statement writes at most. */
-const ROWS_PER_STATEMENT = 500;
-
 /** What a commit adds to one hourly rollup row. */
 export interface RollupDelta {
   bucket: number;
@@ -59,36 +54,4 @@ export function rollupDeltas(charges: readonly Charge[], inserted: ReadonlySet<s
     (a, b) =>
       a.bucket - b.bucket || byText(a.accountId, b.accountId) || byText(a.keyHash, b.keyHash) || byText(a.model, b.model) || byText(a.provider, b.provider),
   );
-}
-
-const row = (d: RollupDelta): SpendHourlyTable => ({
-  bucket: d.bucket,
-  account_id: d.accountId,
-  key_hash: d.keyHash,
-  model: d.model,
-  provider: d.provider,
-  requests: d.requests,
-  cost: d.cost,
-  byok_usage: d.byokUsage,
-  prompt_tokens: d.promptTokens,
-  completion_tokens: d.completionTokens,
-});
-
-/** Adds the deltas to the rollups, on the commit's transaction. */
-export async function addRollups(trx: Kysely<Database>, deltas: readonly RollupDelta[]): Promise<void> {
-  for (let i = 0; i < deltas.length; i += ROWS_PER_STATEMENT) {
-    await trx
-      .insertInto('spend_hourly')
-      .values(deltas.slice(i, i + ROWS_PER_STATEMENT).map(row))
-      .onConflict((oc) =>
-        oc.columns(['bucket', 'account_id', 'key_hash', 'model', 'provider']).doUpdateSet((eb) => ({
-          requests: eb('spend_hourly.requests', '+', eb.ref('excluded.requests')),
-          cost: eb('spend_hourly.cost', '+', eb.ref('excluded.cost')),
-          byok_usage: eb('spend_hourly.byok_usage', '+', eb.ref('excluded.byok_usage')),
-          prompt_tokens: eb('spend_hourly.prompt_tokens', '+', eb.ref('excluded.prompt_tokens')),
-          completion_tokens: eb('spend_hourly.completion_tokens', '+', eb.ref('excluded.completion_tokens')),
-        })),
-      )
-      .execute();
-  }
 }

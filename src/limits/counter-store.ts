@@ -18,6 +18,12 @@ export interface CounterStore {
    * counts; otherwise adds nothing and names the first counter at its limit.
    */
   hit(counters: readonly Counter[], now: number): Promise<HitResult>;
+  /**
+   * Adds `n` to each counter whatever its limit, and answers their new counts: for a limit that is
+   * counted in batches and is approximate across processes by design (the DDoS guard). The counters of
+   * one call must share a Redis Cluster slot (a hash tag in their keys).
+   */
+  add(counters: ReadonlyArray<{ key: string; n: number; resetAt: number }>, now: number): Promise<number[]>;
   /** What each counter holds now (0 for none), without counting. */
   peek(keys: readonly string[], now: number): Promise<number[]>;
   close(): Promise<void>;

@@ -126,144 +126,156 @@ end
 `;
 
 /**
- * ARGV: now, id, leaseMs, refuseNegative (0/1),
- *   keyHash ('' for none), keyPeriod, includeByok (0/1), limitHi, limitLo, amountHi, amountLo,
- *   balance ('' for none, else 1), amountHi, amountLo,
- *   budget ('' for none, else 1), amountHi, amountLo, thresholdHi, thresholdLo, fractionPpm, ceilingHi, ceilingLo.
- * Answers (all strings): {'ok', now, balHi, balLo, budget hold taken 0/1} | {'snapshot', account 0/1, key 0/1} |
- * {'negative', balHi, balLo} | {'key', usedHi, usedLo, heldHi, heldLo} | {'balance', balHi, balLo,
- * heldHi, heldLo} | {'weight', budgetHi, budgetLo} | {'budget', budgetHi, budgetLo, heldHi, heldLo, now,
- * then per hold: hi, lo, until, settling}.
+ * Everything this process does to one account's holds in one event-loop turn, in one call, applied in
+ * order (see turn-batches.ts). ARGV: now, then the operations, each a code and its fields:
+ *   'A' id leaseMs refuseNegative(0/1)
+ *       keyHash('' for none) keyPeriod includeByok(0/1) limitHi limitLo amountHi amountLo
+ *       balance('' for none, else 1) amountHi amountLo
+ *       budget('' for none, else 1) amountHi amountLo thresholdHi thresholdLo fractionPpm ceilingHi ceilingLo:
+ *       admit a request: refuse (naming the first limit in the contract's order) or take every hold it
+ *       asks for. Its answer (all strings): {'ok', now, balHi, balLo, budget hold taken 0/1} |
+ *       {'snapshot', account 0/1, key 0/1} | {'negative', balHi, balLo} | {'key', usedHi, usedLo, heldHi,
+ *       heldLo} | {'balance', balHi, balLo, heldHi, heldLo} | {'weight', budgetHi, budgetLo} | {'budget',
+ *       budgetHi, budgetLo, heldHi, heldLo, now, then per hold: hi, lo, until, settling};
+ *   'S' id costHi costLo byokHi byokLo keyHash day week month windowMs leaseMs: settle the request: its
+ *       budget hold becomes the actual cost for the window, its running holds a pending charge;
+ *   'N' id keyHash leaseMs: renew the request's running holds and pending charge;
+ *   'R' account n (field value)×n m id×m: record a ledger commit, where account is '' or "seq balHi balLo
+ *       usageHi usageLo", each (field, value) is ("HASH|PERIOD", "seq uHi uLo bHi bLo") and the ids are
+ *       the generations it recorded. Each snapshot is written only when newer.
+ * Answers {now, then one answer per operation: an admission's, or 1}.
  */
-export const ADMIT = `${COMMON}
+export const APPLY = `${COMMON}
 purge()
-local id, lease = ARGV[2], tonumber(ARGV[3])
-local pend = pendings()
-local bh, bl = money(pend)
-local keyHash, keyPeriod = ARGV[5], ARGV[6]
-local kuh, kul, kbh, kbl
-if keyHash ~= '' then kuh, kul, kbh, kbl = key_usage(keyHash, keyPeriod, pend) end
-if bh == nil or (keyHash ~= '' and kuh == nil) then
-  return { 'snapshot', bh == nil and '1' or '0', (keyHash ~= '' and kuh == nil) and '1' or '0' }
-end
-if ARGV[4] == '1' and bh < 0 then return { 'negative', fmt(bh), fmt(bl) } end
-if keyHash ~= '' then
-  local uh, ul = kuh, kul
-  if ARGV[7] == '1' then uh, ul = add(uh, ul, kbh, kbl) end
-  local hh, hl = total('k:' .. keyHash)
-  local nh, nl = add(uh, ul, hh, hl)
-  nh, nl = add(nh, nl, tonumber(ARGV[10]), tonumber(ARGV[11]))
-  if lt(tonumber(ARGV[8]), tonumber(ARGV[9]), nh, nl) then return { 'key', fmt(uh), fmt(ul), fmt(hh), fmt(hl) } end
-end
-if ARGV[12] ~= '' then
-  local hh, hl = total('r')
-  local nh, nl = add(hh, hl, tonumber(ARGV[13]), tonumber(ARGV[14]))
-  local ah, al = bh, bl
-  if ah < 0 then ah, al = 0, 0 end
-  if lt(ah, al, nh, nl) then return { 'balance', fmt(bh), fmt(bl), fmt(hh), fmt(hl) } end
-end
-local budgetHi, budgetLo
-if ARGV[15] ~= '' and lt(bh, bl, tonumber(ARGV[18]), tonumber(ARGV[19])) then
-  if bh < 0 or (bh == 0 and bl == 0) then
-    budgetHi, budgetLo = 0, 0
-  else
-    local ppm = tonumber(ARGV[20])
-    local whole = bh * ppm
-    local sh = math.floor(whole / 1000000)
-    budgetHi, budgetLo = norm(sh, (whole - sh * 1000000) * 1000 + math.floor(bl * ppm / 1000000))
-    local ch, cl = tonumber(ARGV[21]), tonumber(ARGV[22])
-    if lt(ch, cl, budgetHi, budgetLo) then budgetHi, budgetLo = ch, cl end
+local function admit(a)
+  local id, lease = ARGV[a], tonumber(ARGV[a + 1])
+  local pend = pendings()
+  local bh, bl = money(pend)
+  local keyHash, keyPeriod = ARGV[a + 3], ARGV[a + 4]
+  local kuh, kul, kbh, kbl
+  if keyHash ~= '' then kuh, kul, kbh, kbl = key_usage(keyHash, keyPeriod, pend) end
+  if bh == nil or (keyHash ~= '' and kuh == nil) then
+    return { 'snapshot', bh == nil and '1' or '0', (keyHash ~= '' and kuh == nil) and '1' or '0' }
   end
-  local ah, al = tonumber(ARGV[16]), tonumber(ARGV[17])
-  if lt(budgetHi, budgetLo, ah, al) then return { 'weight', fmt(budgetHi), fmt(budgetLo) } end
-  local hh, hl = total('b')
-  local nh, nl = add(hh, hl, ah, al)
-  if lt(budgetHi, budgetLo, nh, nl) then
-    local out = { 'budget', fmt(budgetHi), fmt(budgetLo), fmt(hh), fmt(hl), fmt(now) }
-    local raw = redis.call('HGETALL', KH)
-    for i = 1, #raw, 2 do
-      if string.sub(raw[i], 1, 2) == 'b|' then
-        local t = split(raw[i + 1])
-        out[#out + 1] = t[1]; out[#out + 1] = t[2]; out[#out + 1] = t[3]; out[#out + 1] = t[4]
-      end
+  if ARGV[a + 2] == '1' and bh < 0 then return { 'negative', fmt(bh), fmt(bl) } end
+  if keyHash ~= '' then
+    local uh, ul = kuh, kul
+    if ARGV[a + 5] == '1' then uh, ul = add(uh, ul, kbh, kbl) end
+    local hh, hl = total('k:' .. keyHash)
+    local nh, nl = add(uh, ul, hh, hl)
+    nh, nl = add(nh, nl, tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]))
+    if lt(tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7]), nh, nl) then return { 'key', fmt(uh), fmt(ul), fmt(hh), fmt(hl) } end
+  end
+  if ARGV[a + 10] ~= '' then
+    local hh, hl = total('r')
+    local nh, nl = add(hh, hl, tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12]))
+    local ah, al = bh, bl
+    if ah < 0 then ah, al = 0, 0 end
+    if lt(ah, al, nh, nl) then return { 'balance', fmt(bh), fmt(bl), fmt(hh), fmt(hl) } end
+  end
+  local budgetHi, budgetLo
+  if ARGV[a + 13] ~= '' and lt(bh, bl, tonumber(ARGV[a + 16]), tonumber(ARGV[a + 17])) then
+    if bh < 0 or (bh == 0 and bl == 0) then
+      budgetHi, budgetLo = 0, 0
+    else
+      local ppm = tonumber(ARGV[a + 18])
+      local whole = bh * ppm
+      local sh = math.floor(whole / 1000000)
+      budgetHi, budgetLo = norm(sh, (whole - sh * 1000000) * 1000 + math.floor(bl * ppm / 1000000))
+      local ch, cl = tonumber(ARGV[a + 19]), tonumber(ARGV[a + 20])
+      if lt(ch, cl, budgetHi, budgetLo) then budgetHi, budgetLo = ch, cl end
     end
-    return out
+    local ah, al = tonumber(ARGV[a + 14]), tonumber(ARGV[a + 15])
+    if lt(budgetHi, budgetLo, ah, al) then return { 'weight', fmt(budgetHi), fmt(budgetLo) } end
+    local hh, hl = total('b')
+    local nh, nl = add(hh, hl, ah, al)
+    if lt(budgetHi, budgetLo, nh, nl) then
+      local out = { 'budget', fmt(budgetHi), fmt(budgetLo), fmt(hh), fmt(hl), fmt(now) }
+      local raw = redis.call('HGETALL', KH)
+      for i = 1, #raw, 2 do
+        if string.sub(raw[i], 1, 2) == 'b|' then
+          local t = split(raw[i + 1])
+          out[#out + 1] = t[1]; out[#out + 1] = t[2]; out[#out + 1] = t[3]; out[#out + 1] = t[4]
+        end
+      end
+      return out
+    end
   end
+  local untilMs = now + lease
+  if keyHash ~= '' then put_hold('k:' .. keyHash, id, tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]), untilMs, '0') end
+  if ARGV[a + 10] ~= '' then put_hold('r', id, tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12]), untilMs, '0') end
+  if budgetHi ~= nil then put_hold('b', id, tonumber(ARGV[a + 14]), tonumber(ARGV[a + 15]), untilMs, '0') end
+  return { 'ok', fmt(now), fmt(bh), fmt(bl), budgetHi ~= nil and '1' or '0' }
 end
-local untilMs = now + lease
-if keyHash ~= '' then put_hold('k:' .. keyHash, id, tonumber(ARGV[10]), tonumber(ARGV[11]), untilMs, '0') end
-if ARGV[12] ~= '' then put_hold('r', id, tonumber(ARGV[13]), tonumber(ARGV[14]), untilMs, '0') end
-if budgetHi ~= nil then put_hold('b', id, tonumber(ARGV[16]), tonumber(ARGV[17]), untilMs, '0') end
-touch()
-return { 'ok', fmt(now), fmt(bh), fmt(bl), budgetHi ~= nil and '1' or '0' }
-`;
-
-/**
- * ARGV: now, id, costHi, costLo, byokHi, byokLo, keyHash, day, week, month, windowMs, leaseMs.
- * The budget hold becomes the actual cost for the window; the running holds become a pending charge.
- */
-export const SETTLE = `${COMMON}
-purge()
-local id, keyHash = ARGV[2], ARGV[7]
-local ch, cl, yh, yl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local costly = ch > 0 or cl > 0
-if drop_hold('b', id) and costly then put_hold('b', id, ch, cl, now + tonumber(ARGV[11]), '1') end
-drop_hold('r', id)
-drop_hold('k:' .. keyHash, id)
-if costly or yh > 0 or yl > 0 then
-  local untilMs = now + tonumber(ARGV[12])
-  redis.call('HSET', KP, id, table.concat({ ARGV[3], ARGV[4], ARGV[5], ARGV[6], keyHash, ARGV[8], ARGV[9], ARGV[10], fmt(untilMs) }, ' '))
-  redis.call('ZADD', KZ, untilMs, 'p|' .. id)
-end
-touch()
-return fmt(now)
-`;
-
-/** ARGV: now, id, keyHash, leaseMs. Extends the request's running holds and pending charge. */
-export const RENEW = `${COMMON}
-purge()
-local id = ARGV[2]
-local untilMs = now + tonumber(ARGV[4])
-for _, scope in ipairs({ 'b', 'r', 'k:' .. ARGV[3] }) do
-  local v = redis.call('HGET', KH, scope .. '|' .. id)
-  if v then
-    local t = split(v)
-    if t[4] == '0' and tonumber(t[3]) < untilMs then put_hold(scope, id, tonumber(t[1]), tonumber(t[2]), untilMs, '0') end
-  end
-end
-local p = redis.call('HGET', KP, id)
-if p then
-  local t = split(p)
-  if tonumber(t[9]) < untilMs then
-    t[9] = fmt(untilMs)
-    redis.call('HSET', KP, id, table.concat(t, ' '))
+local function settle(a)
+  local id, keyHash = ARGV[a], ARGV[a + 5]
+  local ch, cl, yh, yl = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local costly = ch > 0 or cl > 0
+  if drop_hold('b', id) and costly then put_hold('b', id, ch, cl, now + tonumber(ARGV[a + 9]), '1') end
+  drop_hold('r', id)
+  drop_hold('k:' .. keyHash, id)
+  if costly or yh > 0 or yl > 0 then
+    local untilMs = now + tonumber(ARGV[a + 10])
+    redis.call('HSET', KP, id, table.concat({ ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], keyHash, ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], fmt(untilMs) }, ' '))
     redis.call('ZADD', KZ, untilMs, 'p|' .. id)
   end
+  return a + 11
 end
-touch()
-return fmt(now)
-`;
-
-/**
- * ARGV: now, account ('' or "seq balHi balLo usageHi usageLo"), n, then n pairs ("HASH|PERIOD",
- * "seq uHi uLo bHi bLo"), then the committed generation ids. Each snapshot is written only when newer.
- */
-export const RECORD = `${COMMON}
-purge()
+local function renew(a)
+  local id = ARGV[a]
+  local untilMs = now + tonumber(ARGV[a + 2])
+  for _, scope in ipairs({ 'b', 'r', 'k:' .. ARGV[a + 1] }) do
+    local v = redis.call('HGET', KH, scope .. '|' .. id)
+    if v then
+      local t = split(v)
+      if t[4] == '0' and tonumber(t[3]) < untilMs then put_hold(scope, id, tonumber(t[1]), tonumber(t[2]), untilMs, '0') end
+    end
+  end
+  local p = redis.call('HGET', KP, id)
+  if p then
+    local t = split(p)
+    if tonumber(t[9]) < untilMs then
+      t[9] = fmt(untilMs)
+      redis.call('HSET', KP, id, table.concat(t, ' '))
+      redis.call('ZADD', KZ, untilMs, 'p|' .. id)
+    end
+  end
+  return a + 3
+end
 local function newer(field, value)
   local old = redis.call('HGET', KS, field)
   if old and tonumber(split(old)[1]) >= tonumber(split(value)[1]) then return end
   redis.call('HSET', KS, field, value)
 end
-if ARGV[2] ~= '' then newer('a', ARGV[2]) end
-local n = tonumber(ARGV[3])
-for i = 0, n - 1 do newer('k|' .. ARGV[4 + 2 * i], ARGV[5 + 2 * i]) end
-for i = 4 + 2 * n, #ARGV do
-  redis.call('HDEL', KP, ARGV[i])
-  redis.call('ZREM', KZ, 'p|' .. ARGV[i])
+local function record(a)
+  if ARGV[a] ~= '' then newer('a', ARGV[a]) end
+  local n = tonumber(ARGV[a + 1])
+  for i = 0, n - 1 do newer('k|' .. ARGV[a + 2 + 2 * i], ARGV[a + 3 + 2 * i]) end
+  local at = a + 2 + 2 * n
+  local m = tonumber(ARGV[at])
+  for i = at + 1, at + m do
+    redis.call('HDEL', KP, ARGV[i])
+    redis.call('ZREM', KZ, 'p|' .. ARGV[i])
+  end
+  return at + m + 1
+end
+local answers = { fmt(now) }
+local i = 2
+while i <= #ARGV do
+  local op = ARGV[i]
+  if op == 'A' then
+    answers[#answers + 1] = admit(i + 1)
+    i = i + 22
+  else
+    if op == 'S' then i = settle(i + 1)
+    elseif op == 'N' then i = renew(i + 1)
+    elseif op == 'R' then i = record(i + 1)
+    else return redis.error_reply('unknown operation ' .. tostring(op)) end
+    answers[#answers + 1] = 1
+  end
 end
 touch()
-return fmt(now)
+return answers
 `;
 
 /**

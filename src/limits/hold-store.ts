@@ -101,6 +101,11 @@ export interface MoneyView {
   runningHeld: Nano;
 }
 
+/**
+ * Calls take effect in the order they are made: an admission or a view sees every settlement, renewal
+ * and record made before it by this process, awaited or not. The writes nobody waits for may reach
+ * other processes a few milliseconds later than they are made (see RedisHoldStore).
+ */
 export interface HoldStore {
   /**
    * One atomic step: refuses (naming the first limit in the contract's order: negative balance, key

@@ -33,6 +33,15 @@ export class MemoryCounterStore implements CounterStore {
     return { ok: true, counts };
   }
 
+  async add(counters: ReadonlyArray<{ key: string; n: number; resetAt: number }>, now: number): Promise<number[]> {
+    this.sweep(now);
+    return counters.map((c) => {
+      const count = this.current(c.key, now) + c.n;
+      this.counts.set(c.key, { count, resetAt: c.resetAt });
+      return count;
+    });
+  }
+
   async peek(keys: readonly string[], now: number): Promise<number[]> {
     return keys.map((k) => this.current(k, now));
   }

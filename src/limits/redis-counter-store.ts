@@ -28,8 +28,21 @@ end
 return out
 `;
 
+/** Adds to every counter, whatever its limit. KEYS: the counters; ARGV: the amounts, then their lifetimes in ms. Answers the counts. */
+const ADD = `
+local n = #KEYS
+local out = {}
+for i = 1, n do
+  local c = redis.call('INCRBY', KEYS[i], ARGV[i])
+  if c == tonumber(ARGV[i]) then redis.call('PEXPIRE', KEYS[i], ARGV[n + i]) end
+  out[i] = c
+end
+return out
+`;
+
 interface WithHit extends Redis {
   tollgateCounterHit(...args: Array<string | number>): Promise<number[]>;
+  tollgateCounterAdd(...args: Array<string | number>): Promise<number[]>;
 }
 
 export interface RedisCounterStoreOptions {
@@ -53,6 +66,7 @@ export class RedisCounterStore implements CounterStore {
     this.prefix = options.prefix ?? 'tollgate:';
     this.timeoutMs = options.timeoutMs ?? 2000;
     if (!('tollgateCounterHit' in redis)) redis.defineCommand('tollgateCounterHit', { lua: HIT });
+    if (!('tollgateCounterAdd' in redis)) redis.defineCommand('tollgateCounterAdd', { lua: ADD });
     this.redis = redis as WithHit;
   }
 
@@ -64,6 +78,15 @@ export class RedisCounterStore implements CounterStore {
     const r = await withinDeadline(this.timeoutMs, () => this.redis.tollgateCounterHit(keys.length, ...keys, ...limits, ...lifetimes));
     if (r[0] === 1) return { ok: true, counts: r.slice(1).map(Number) };
     return { ok: false, failed: Number(r[1]), count: Number(r[2]) };
+  }
+
+  async add(counters: ReadonlyArray<{ key: string; n: number; resetAt: number }>, now: number): Promise<number[]> {
+    if (counters.length === 0) return [];
+    const keys = counters.map((c) => this.prefix + c.key);
+    const amounts = counters.map((c) => c.n);
+    const lifetimes = counters.map((c) => Math.max(1, c.resetAt - now) + EXPIRY_SLACK_MS);
+    const r = await withinDeadline(this.timeoutMs, () => this.redis.tollgateCounterAdd(keys.length, ...keys, ...amounts, ...lifetimes));
+    return r.map(Number);
   }
 
   async peek(keys: readonly string[]): Promise<number[]> {

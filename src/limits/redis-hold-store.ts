@@ -4,9 +4,18 @@ import type { Clock } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
 import type { AdmitRequest, AdmitResult, ChargePeriods, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
 import { withinDeadline } from './limits-unavailable.js';
-import { ADMIT, PUT, RECORD, RENEW, SETTLE, VIEW } from './hold-scripts.js';
+import { APPLY, PUT, VIEW } from './hold-scripts.js';
+import { TurnBatches } from './turn-batches.js';
 
 const BASE = 1_000_000_000n;
+
+/**
+ * How long a write nobody waits for (a settlement, a renewal, a ledger commit's record) may wait for
+ * an admission to carry it to Redis. Meanwhile other processes see the request's running holds
+ * instead of its actual cost (this process's own admissions and views see every write queued before
+ * them).
+ */
+const LAZY_WRITE_MS = 5;
 
 /** An amount as the (hi, lo) pair the scripts take: ⌊n / 10⁹⌋ and n mod 10⁹ (lo never negative). */
 function parts(n: Nano): [string, string] {
@@ -38,11 +47,31 @@ interface Mirrored {
 }
 
 type Script = (...keysAndArgs: string[]) => Promise<unknown>;
+
+/** One operation of the APPLY script (see hold-scripts.ts): its fields, and what its outcome changes here. */
+interface Write {
+  args: string[];
+  /** Applied, at Redis's time `now`, with the operation's answer. */
+  applied(now: number, answer: unknown): void;
+  /** Not applied (or not known to be): `err` says why. */
+  failed(err: unknown): void;
+}
+
+/** The APPLY fields of a ledger commit's record. */
+function recordArgs(update: LedgerUpdate): string[] {
+  const a = update.account;
+  const args = ['R', a ? [a.seq.toString(), ...parts(a.balance), ...parts(a.totalUsage)].join(' ') : ''];
+  const fields: string[] = [];
+  for (const key of update.keys ?? []) {
+    for (const p of key.periods) fields.push(`${key.hash}|${p.period}`, [p.seq.toString(), ...parts(p.usage), ...parts(p.byokUsage)].join(' '));
+  }
+  const committed = update.committed ?? [];
+  args.push(String(fields.length / 2), ...fields, String(committed.length), ...committed);
+  return args;
+}
+
 interface Scripts {
-  tollgateAdmit: Script;
-  tollgateSettle: Script;
-  tollgateRenew: Script;
-  tollgateRecord: Script;
+  tollgateApply: Script;
   tollgateView: Script;
   tollgatePut: Script;
 }
@@ -65,6 +94,13 @@ export interface RedisHoldStoreOptions {
  * Redis admits against one view, each check-and-update one Lua script (hold-scripts.ts) on the
  * account's keys, which share a hash tag and so one Redis Cluster slot. Time is Redis's own.
  *
+ * A round trip to Redis costs this process far more CPU than the script's work (a write to another
+ * process's socket, and reading its answer), so requests share them: what the process asks of an
+ * account (admissions, settlements, renewals, records of ledger commits) is queued and sent in one
+ * APPLY call per account, applied in order, and ioredis pipelines the accounts' calls into one write.
+ * An admission is sent when the event-loop turn ends, with everything queued by then; a write nobody
+ * waits for waits up to LAZY_WRITE_MS for one (turn-batches.ts).
+ *
  * The store keeps a mirror of this process's running and settling holds and pending charges: a write
  * that failed is written again from it, and when Redis comes back empty (its restart lost them) the
  * whole mirror is put back, within `syncEveryMs`. Admission fails closed when Redis does not answer
@@ -82,6 +118,8 @@ export class RedisHoldStore implements HoldStore {
   private readonly alive: string;
   private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
+  /** Admissions, settlements, renewals and records on their way: one APPLY call per account and write. */
+  private readonly writes = new TurnBatches<Write>((accountId, ops) => this.apply(accountId, ops), { lazyMs: LAZY_WRITE_MS });
 
   constructor(
     redis: Redis,
@@ -91,10 +129,7 @@ export class RedisHoldStore implements HoldStore {
     this.timeoutMs = options.timeoutMs ?? 2000;
     this.alive = `${this.prefix}alive:${randomUUID()}`;
     const scripts: Array<[keyof Scripts, string]> = [
-      ['tollgateAdmit', ADMIT],
-      ['tollgateSettle', SETTLE],
-      ['tollgateRenew', RENEW],
-      ['tollgateRecord', RECORD],
+      ['tollgateApply', APPLY],
       ['tollgateView', VIEW],
       ['tollgatePut', PUT],
     ];
@@ -129,8 +164,8 @@ export class RedisHoldStore implements HoldStore {
     return this.redis[script](...this.keys(accountId), this.now(), ...args);
   }
 
-  async admit(req: AdmitRequest): Promise<AdmitResult> {
-    const args = [req.id, String(req.leaseMs), req.refuseNegative ? '1' : '0'];
+  admit(req: AdmitRequest): Promise<AdmitResult> {
+    const args = ['A', req.id, String(req.leaseMs), req.refuseNegative ? '1' : '0'];
     if (req.key) args.push(req.key.hash, req.key.period, req.key.includeByok ? '1' : '0', ...parts(req.key.limit), ...parts(req.key.amount));
     else args.push('', '', '0', '0', '0', '0', '0');
     args.push(...(req.balance === undefined ? ['', '0', '0'] : ['1', ...parts(req.balance)]));
@@ -138,15 +173,24 @@ export class RedisHoldStore implements HoldStore {
     args.push(
       ...(b ? ['1', ...parts(b.amount), ...parts(b.threshold), b.fractionPpm.toString(), ...parts(b.ceiling)] : ['', '0', '0', '0', '0', '0', '0', '0']),
     );
-    let r: string[];
-    try {
-      r = (await withinDeadline(this.timeoutMs, () => this.call('tollgateAdmit', req.accountId, args))) as string[];
-    } catch (err) {
-      // The holds may have been taken: forget them here, and take them back from Redis when it answers.
-      if (!this.mirror.has(req.id)) this.mirror.set(req.id, { accountId: req.accountId, keyHash: req.key?.hash ?? '' });
-      this.dirty.add(req.id);
-      throw err;
-    }
+    return new Promise((resolve, reject) => {
+      const op: Write = {
+        args,
+        applied: (_now, answer) => resolve(this.admitted(req, answer as string[])),
+        failed: (err) => {
+          // The holds may have been taken: forget them here, and take them back from Redis when it answers.
+          if (!this.mirror.has(req.id)) this.mirror.set(req.id, { accountId: req.accountId, keyHash: req.key?.hash ?? '' });
+          this.dirty.add(req.id);
+          reject(err);
+        },
+      };
+      void this.writes.add(req.accountId, op, true);
+    });
+  }
+
+  /** What an admission's answer from the APPLY script says. */
+  private admitted(req: AdmitRequest, r: string[]): AdmitResult {
+    const b = req.budget;
     const a = (i: number) => r[i] as string;
     switch (a(0)) {
       case 'ok': {
@@ -181,9 +225,9 @@ export class RedisHoldStore implements HoldStore {
     }
   }
 
-  async settle(req: SettleRequest): Promise<void> {
-    // The mirror changes first, so that a commit recorded while this script is on its way (which
-    // drops the pending charge) is never undone by this settlement's answer.
+  settle(req: SettleRequest): Promise<void> {
+    // The mirror changes first, so that a commit recorded while this write is on its way (which drops
+    // the pending charge) is never undone by this settlement's answer.
     const m = this.mirror.get(req.id) ?? { accountId: req.accountId, keyHash: req.keyHash };
     const estimated = this.estimatedNow();
     const settling = m.b && req.cost > 0n ? { amount: req.cost, until: estimated + req.windowMs, settling: true } : undefined;
@@ -191,66 +235,77 @@ export class RedisHoldStore implements HoldStore {
       req.cost > 0n || req.byokUsage > 0n ? { cost: req.cost, byokUsage: req.byokUsage, periods: req.periods, until: estimated + req.leaseMs } : undefined;
     Object.assign(m, { keyHash: req.keyHash, b: settling, r: undefined, k: undefined, pending });
     this.keep(req.id, m);
-    const args = [req.id, ...parts(req.cost), ...parts(req.byokUsage), req.keyHash, req.periods.daily, req.periods.weekly, req.periods.monthly];
-    args.push(String(req.windowMs), String(req.leaseMs));
-    try {
-      const now = Number(await withinDeadline(this.timeoutMs, () => this.call('tollgateSettle', req.accountId, args)));
-      this.saw(now);
-      // Redis's own deadlines, for when the mirror is put back.
-      if (settling && m.b === settling) settling.until = now + req.windowMs;
-      if (pending && m.pending === pending) pending.until = now + req.leaseMs;
-    } catch (err) {
-      this.dirty.add(req.id);
-      this.options.onError?.(err);
-    }
+    const { daily, weekly, monthly } = req.periods;
+    const args = ['S', req.id, ...parts(req.cost), ...parts(req.byokUsage), req.keyHash, daily, weekly, monthly, String(req.windowMs), String(req.leaseMs)];
+    return this.writes.add(
+      req.accountId,
+      {
+        args,
+        applied: (now) => {
+          // Redis's own deadlines, for when the mirror is put back.
+          if (settling && m.b === settling) settling.until = now + req.windowMs;
+          if (pending && m.pending === pending) pending.until = now + req.leaseMs;
+        },
+        failed: () => this.dirty.add(req.id),
+      },
+      false,
+    );
   }
 
-  async renew(accountId: string, id: string, leaseMs: number): Promise<void> {
+  renew(accountId: string, id: string, leaseMs: number): Promise<void> {
     const m = this.mirror.get(id);
-    const apply = (now: number) => {
+    const extend = (now: number) => {
       if (!m) return;
       for (const h of [m.b, m.r, m.k]) if (h && !h.settling) h.until = Math.max(h.until, now + leaseMs);
       if (m.pending) m.pending.until = Math.max(m.pending.until, now + leaseMs);
     };
-    try {
-      const now = Number(await withinDeadline(this.timeoutMs, () => this.call('tollgateRenew', accountId, [id, m?.keyHash ?? '', String(leaseMs)])));
-      this.saw(now);
-      apply(now);
-    } catch (err) {
-      apply(this.estimatedNow());
-      if (m) this.dirty.add(id);
-      this.options.onError?.(err);
-    }
+    return this.writes.add(
+      accountId,
+      {
+        args: ['N', id, m?.keyHash ?? '', String(leaseMs)],
+        applied: extend,
+        failed: () => {
+          extend(this.estimatedNow());
+          if (m) this.dirty.add(id);
+        },
+      },
+      false,
+    );
   }
 
-  async record(update: LedgerUpdate): Promise<void> {
+  record(update: LedgerUpdate): Promise<void> {
     for (const id of update.committed ?? []) {
       const m = this.mirror.get(id);
       if (!m) continue;
       m.pending = undefined;
       this.keep(id, m);
     }
-    try {
-      await this.write(update);
-    } catch (err) {
-      this.unrecorded.push(update);
-      this.options.onError?.(err);
-    }
+    return this.writes.add(update.accountId, { args: recordArgs(update), applied: () => undefined, failed: () => this.unrecorded.push(update) }, false);
   }
 
-  private async write(update: LedgerUpdate): Promise<void> {
-    const a = update.account;
-    const args = [a ? [a.seq.toString(), ...parts(a.balance), ...parts(a.totalUsage)].join(' ') : ''];
-    const fields: string[] = [];
-    for (const key of update.keys ?? []) {
-      for (const p of key.periods) fields.push(`${key.hash}|${p.period}`, [p.seq.toString(), ...parts(p.usage), ...parts(p.byokUsage)].join(' '));
+  /** One account's queued operations in one call; each is told its outcome. Never throws. */
+  private async apply(accountId: string, ops: Write[]): Promise<void> {
+    const args: string[] = [];
+    for (const op of ops) for (const a of op.args) args.push(a);
+    let answers: unknown[];
+    try {
+      answers = (await withinDeadline(this.timeoutMs, () => this.call('tollgateApply', accountId, args))) as unknown[];
+    } catch (err) {
+      for (const op of ops) op.failed(err);
+      this.options.onError?.(err);
+      return;
     }
-    args.push(String(fields.length / 2), ...fields, ...(update.committed ?? []));
-    await withinDeadline(this.timeoutMs, () => this.call('tollgateRecord', update.accountId, args));
+    const now = Number(answers[0]);
+    this.saw(now);
+    ops.forEach((op, i) => op.applied(now, answers[i + 1]));
   }
 
   async view(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<MoneyView | undefined> {
-    const r = (await withinDeadline(this.timeoutMs, () => this.call('tollgateView', accountId, [key?.hash ?? '', ...(key?.periods ?? [])]))) as string[];
+    // A view sees what this process wrote before it (a credit entry just recorded, a request just
+    // settled): the account's queued writes go first, on the same connection.
+    const written = this.writes.flushKey(accountId);
+    const viewing = withinDeadline(this.timeoutMs, () => this.call('tollgateView', accountId, [key?.hash ?? '', ...(key?.periods ?? [])]));
+    const [, r] = (await Promise.all([written, viewing])) as [void, string[]];
     const a = (i: number) => r[i] as string;
     if (a(0) === 'none') return undefined;
     let keyUsage: MoneyView['keyUsage'];
@@ -300,7 +355,8 @@ export class RedisHoldStore implements HoldStore {
         this.dirty.delete(id);
       }
       while (this.unrecorded.length > 0) {
-        await this.write(this.unrecorded[0] as LedgerUpdate);
+        const update = this.unrecorded[0] as LedgerUpdate;
+        await withinDeadline(this.timeoutMs, () => this.call('tollgateApply', update.accountId, recordArgs(update)));
         this.unrecorded.shift();
       }
     } catch (err) {
@@ -313,10 +369,11 @@ export class RedisHoldStore implements HoldStore {
     }
   }
 
-  /** Stops the background sync; the client belongs to main.ts, which closes it. */
+  /** Writes what is queued and stops the background sync; the client belongs to main.ts, which closes it. */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    await this.writes.flush();
     await this.syncing;
   }
 }

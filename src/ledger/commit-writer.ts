@@ -1,0 +1,80 @@
+import type { Kysely } from 'kysely';
+import type { AccountSnapshot, Charge } from './ledger.js';
+import type { Database } from './schema.js';
+
+/** A key's usage row as a statement left it (integers as the driver answers them). */
+export interface KeyUsageRow {
+  key_hash: string;
+  period: string;
+  usage: unknown;
+  byok_usage: unknown;
+}
+
+/** What one group commit wrote. */
+export interface WrittenCommit {
+  /** The generations it recorded (one already recorded is skipped: its charge is never applied twice). */
+  recorded: ReadonlySet<string>;
+  /** The accounts it charged, as it left them. */
+  accounts: Map<string, AccountSnapshot>;
+  /** The key usage rows it wrote, as it left them. */
+  keyRows: KeyUsageRow[];
+}
+
+/**
+ * How one SQL dialect writes a group commit, atomically, with SQL written once (no query building per
+ * commit). Every writer does the same, in the same order: it records the generations not recorded yet,
+ * then moves the accounts of the ones it recorded (balance down, total usage up, commit sequence number
+ * by one), locking them in id order, then adds to their keys' usage per period (all-time, UTC day,
+ * week, month) in key and period order, then to the hourly spend rollups (spend-rollups.ts) in their
+ * key order, so that processes sharing a database never deadlock. It
+ * throws when the commit did not happen, or when it cannot tell (a lost answer): the charges are
+ * then written again, and the ones already recorded are skipped.
+ */
+export interface CommitWriter {
+  /** Writes `charges` (in id order) as one commit. */
+  write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit>;
+}
+
+/** The generations table's columns, in the order `generationValues` gives them. */
+export const GENERATION_COLUMNS = [
+  'id',
+  'account_id',
+  'key_hash',
+  'model',
+  'provider',
+  'tokens_prompt',
+  'tokens_completion',
+  'total_cost',
+  'byok_usage',
+  'is_byok',
+  'streamed',
+  'cancelled',
+  'finish_reason',
+  'usage_source',
+  'created_at',
+  'latency_ms',
+] as const;
+
+const flag = (b: boolean): number => (b ? 1 : 0);
+
+/** A charge's generation row, as values in GENERATION_COLUMNS order (money as bigint, never a float). */
+export function generationValues(c: Charge): unknown[] {
+  return [
+    c.id,
+    c.accountId,
+    c.keyHash,
+    c.model,
+    c.provider,
+    c.tokensPrompt,
+    c.tokensCompletion,
+    c.totalCost,
+    c.byokUsage,
+    flag(c.isByok),
+    flag(c.streamed),
+    flag(c.cancelled),
+    c.finishReason,
+    c.usageSource,
+    c.createdAt,
+    c.latencyMs,
+  ];
+}

@@ -1,0 +1,47 @@
+import type { Kysely } from 'kysely';
+import type { CommitWriter, KeyUsageRow } from './commit-writer.js';
+import { commitUpdates } from './commit-updates.js';
+import type { AccountSnapshot, Charge, LedgerUpdate } from './ledger.js';
+import type { Database } from './schema.js';
+
+const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * One group commit: `writer` writes the charges (see CommitWriter for what and in which order), and the
+ * answer says what the commit did to each account it charged (see commitUpdates), for the limits store.
+ */
+export async function writeCommit(db: Kysely<Database>, writer: CommitWriter, batch: readonly Charge[]): Promise<LedgerUpdate[]> {
+  // Each generation once (charge() never queues one twice; a batch that held one twice would move its
+  // money twice, since both copies would count as recorded now).
+  const sorted = [...batch].sort((a, b) => byText(a.id, b.id)).filter((c, i, all) => i === 0 || all[i - 1]?.id !== c.id);
+  const { recorded, accounts, keyRows } = await writer.write(db, sorted);
+  if (recorded.size < sorted.length) await readUnmoved(db, sorted, recorded, accounts, keyRows);
+  return commitUpdates(sorted, accounts, keyRows);
+}
+
+/**
+ * Charges recorded by an earlier commit whose answer was lost moved nothing now: their accounts and
+ * keys are read as they stand (in one transaction that sees one snapshot), so that what this commit
+ * reports covers every charge in it. Rare: the query builder is fine here.
+ */
+async function readUnmoved(
+  db: Kysely<Database>,
+  charges: readonly Charge[],
+  recorded: ReadonlySet<string>,
+  snapshots: Map<string, AccountSnapshot>,
+  keyRows: KeyUsageRow[],
+): Promise<void> {
+  const earlier = charges.filter((c) => !recorded.has(c.id));
+  const unmoved = [...new Set(earlier.map((c) => c.accountId))].filter((id) => !snapshots.has(id));
+  if (unmoved.length === 0) return;
+  const keys = [...new Set(earlier.map((c) => c.keyHash))];
+  await db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      const rows = await trx.selectFrom('accounts').select(['id', 'seq', 'balance', 'total_usage']).where('id', 'in', unmoved).execute();
+      for (const r of rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
+      keyRows.push(...(await trx.selectFrom('key_usage').select(['key_hash', 'period', 'usage', 'byok_usage']).where('key_hash', 'in', keys).execute()));
+    });
+}
