@@ -1,9 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import type { Browser, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { verifySignature } from '../src/alerts/webhook-signature.js';
 import { DASHBOARD_CSP, registerDashboard } from '../src/http/dashboard.js';
 import { credits, fromNano, toNano } from '../web/src/format.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
@@ -60,6 +63,10 @@ describe.skipIf(!hasChromium)("issue 11: the dashboard in headless Chromium (nee
   let browser: Browser;
   let page: Page;
   const alerts: string[] = [];
+  // A loopback webhook receiver: what the gateway delivered to it.
+  const WEBHOOK_SECRET = 'dashboard-webhook-secret-0123';
+  const received: Array<{ event: string; signature: string; body: string }> = [];
+  let receiver: Server;
 
   const api = async (path: string, token: string, init: { method?: string; body?: unknown } = {}) => {
     const res = await gw.fetch(path, { token, ...init });
@@ -86,12 +93,26 @@ describe.skipIf(!hasChromium)("issue 11: the dashboard in headless Chromium (nee
   beforeAll(async () => {
     execFileSync(process.execPath, ['web/build.mjs'], { stdio: 'ignore' });
     mkdirSync(SHOTS, { recursive: true });
-    gw = await startTestGateway({ limits: { free_models: { per_minute: 2 } } } as never);
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        received.push({ event: String(req.headers['x-tollgate-event']), signature: String(req.headers['x-tollgate-signature']), body });
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    gw = await startTestGateway({
+      limits: { free_models: { per_minute: 2 } },
+      alerts: { webhooks: [{ id: 'ops-hook', url: hook, secret: WEBHOOK_SECRET, events: ['balance_low', 'provider_cooldown'] }] },
+    } as never);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
     await gw?.close();
+    receiver?.close();
   });
   // A fresh browser context a test: its own session storage, as a new tab would have.
   beforeEach(async () => {
@@ -309,5 +330,33 @@ describe.skipIf(!hasChromium)("issue 11: the dashboard in headless Chromium (nee
     expect(demo.ok).toBeGreaterThan(0);
     expect((await page.getByTestId('providers').locator('tr[data-provider=demo] [data-field=ok]').textContent())?.trim()).toBe(String(demo.ok));
     await shoot('operator-providers');
+  });
+
+  it('operator: the alert webhooks are listed, and a test event is sent from the page, signed, and counted', async () => {
+    await signIn(ADMIN_TOKEN, 'admin');
+    await page.locator('[data-tab=webhooks]').click();
+    const row = page.getByTestId('webhooks').locator('tr[data-webhook=ops-hook]');
+    await row.waitFor();
+    const listed = (await api('/api/v1/admin/webhooks', ADMIN_TOKEN)).body.data[0];
+    expect(await row.textContent()).toContain(listed.url);
+    expect(await row.textContent()).toContain('balance_low, provider_cooldown');
+    expect(await row.textContent()).not.toContain(WEBHOOK_SECRET);
+    const before = received.length;
+    await row.locator('[data-action=test-webhook]').click();
+    await row.locator('[data-field=test-result]').waitFor();
+    expect((await row.locator('[data-field=test-result]').textContent())?.trim()).toBe('delivered (HTTP 200)');
+    // The receiver got one test event, signed with the webhook's secret.
+    expect(received.length).toBe(before + 1);
+    const got = received.at(-1)!;
+    expect(got.event).toBe('test');
+    expect(verifySignature(WEBHOOK_SECRET, got.signature, got.body, Math.floor(Date.now() / 1000))).toBe(true);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.waitForFunction(
+      () => (globalThis as any).document.querySelector('tr[data-webhook=ops-hook] [data-field=delivered]')?.textContent?.trim() !== '0',
+    );
+    expect((await row.locator('[data-field=delivered]').textContent())?.trim()).toBe(
+      String((await api('/api/v1/admin/webhooks', ADMIN_TOKEN)).body.data[0].delivered),
+    );
+    await shoot('operator-webhooks');
   });
 });

@@ -3,12 +3,13 @@ import { api, qs } from './api.js';
 import { AccountDetail } from './account-detail.js';
 import { credits, yesNo } from './format.js';
 import { ProvidersPanel } from './providers-panel.js';
+import { WebhooksPanel } from './webhooks-panel.js';
 import { RemedyBox } from './remedy.js';
 import { SpendChart } from './spend-chart.js';
 import { useLoad } from './use-load.js';
 import type { Account } from './views.js';
 
-type Tab = 'accounts' | 'spend' | 'providers';
+type Tab = 'accounts' | 'spend' | 'providers' | 'webhooks';
 
 interface SpendRow {
   start: string;
@@ -149,6 +150,7 @@ export function Operator() {
     ['accounts', 'Accounts'],
     ['spend', 'Spend'],
     ['providers', 'Providers'],
+    ['webhooks', 'Alerts'],
   ];
   return (
     <>
@@ -162,6 +164,7 @@ export function Operator() {
       {tab === 'accounts' && (account ? <AccountDetail id={account} back={() => setAccount(undefined)} /> : <Accounts open={setAccount} />)}
       {tab === 'spend' && <Spend />}
       {tab === 'providers' && <ProvidersPanel />}
+      {tab === 'webhooks' && <WebhooksPanel />}
     </>
   );
 }
