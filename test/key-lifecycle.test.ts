@@ -1,10 +1,10 @@
-import { Migrator, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
 import type { Charge, NewKey } from '../src/ledger/ledger.js';
-import { migrateToLatest, migrations } from '../src/ledger/migrations.js';
-import { databaseTargets } from './helpers/database.js';
+import { migrateToLatest } from '../src/ledger/migrations.js';
+import { databaseTargets, migrateUpTo } from './helpers/database.js';
 
 const T0 = Date.UTC(2026, 10, 18, 10);
 const MIN = 60_000;
@@ -159,14 +159,7 @@ for (const target of databaseTargets) {
       const fresh = await target.create();
       const db = openDatabase(fresh.url);
       try {
-        const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0004'));
-        const old = new Migrator({
-          db,
-          provider: { getMigrations: async () => before },
-          migrationTableName: 'tollgate_migrations',
-          migrationLockTableName: 'tollgate_migrations_lock',
-        });
-        expect((await old.migrateToLatest()).error).toBeUndefined();
+        await migrateUpTo(db, '0004');
         await sql`INSERT INTO accounts (id, name, type, balance, total_purchased, total_usage, created_at, free_model_limits_exempt)
           VALUES ('acct_old', 'old', 'prepaid', 0, 0, 0, ${T0}, 0)`.execute(db);
         await sql`INSERT INTO api_keys (hash, account_id, name, label, disabled, limit_amount, limit_reset, include_byok_in_limit, expires_at, created_at)

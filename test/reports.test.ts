@@ -1,12 +1,12 @@
 import { OpenRouter } from '@openrouter/sdk';
 import * as errors from '@openrouter/sdk/models/errors';
-import { Migrator, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
 import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
-import { migrateToLatest, migrations } from '../src/ledger/migrations.js';
-import { databaseTargets } from './helpers/database.js';
+import { migrateToLatest } from '../src/ledger/migrations.js';
+import { databaseTargets, migrateUpTo } from './helpers/database.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 // Issue 10: spend reports for the operator (accounts, generations, spend by day or hour and by key,
@@ -184,14 +184,7 @@ for (const target of databaseTargets) {
       const fresh = await target.create();
       const db = openDatabase(fresh.url);
       try {
-        const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0005'));
-        const old = new Migrator({
-          db,
-          provider: { getMigrations: async () => before },
-          migrationTableName: 'tollgate_migrations',
-          migrationLockTableName: 'tollgate_migrations_lock',
-        });
-        expect((await old.migrateToLatest()).error).toBeUndefined();
+        await migrateUpTo(db, '0005');
         const gen = (id: string, at: number, cost: number) =>
           sql`INSERT INTO generations (id, account_id, key_hash, model, provider, tokens_prompt, tokens_completion, total_cost, byok_usage,
               is_byok, streamed, cancelled, finish_reason, created_at, latency_ms, usage_source)

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { Migrator, type Kysely } from 'kysely';
+import type { Database } from '../../src/ledger/schema.js';
 import pg from 'pg';
+import { migrations } from '../../src/ledger/migrations.js';
 
 /**
  * The ledgers a suite runs over: SQLite in memory always; PostgreSQL too when DATABASE_URL points at
@@ -43,4 +46,17 @@ export const databaseTargets: DatabaseTarget[] = process.env.DATABASE_URL ? [sql
 
 if (!process.env.DATABASE_URL) {
   process.stderr.write('note: DATABASE_URL is not set; ledger suites run on SQLite only (set it to a PostgreSQL URL to run them there too)\n');
+}
+
+/** Brings `db` to the schema as it was before migration `first` (its name's number, e.g. '0005'): for tests of a migration over older data. */
+export async function migrateUpTo(db: Kysely<Database>, first: string): Promise<void> {
+  const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < first));
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => before },
+    migrationTableName: 'tollgate_migrations',
+    migrationLockTableName: 'tollgate_migrations_lock',
+  });
+  const { error } = await migrator.migrateToLatest();
+  if (error) throw error;
 }
