@@ -211,7 +211,7 @@ describe('the OpenAPI document', () => {
     await call('get', '/api/v1/generation', 404, { url: '/api/v1/generation?id=gen-unknown', token: acct.key });
     await gw.ledger.flush();
     const latest = await call('get', '/api/v1/generations', 200, { url: '/api/v1/generations?limit=5', token: acct.key });
-    expect(latest.body.data[0].id).toBe(body.id);
+    expect(latest.body.data.map((g: { id: string }) => g.id)).toContain(body.id);
     await call('get', '/api/v1/generations', 400, { url: '/api/v1/generations?key=other', token: acct.key });
     const activity = await call('get', '/api/v1/key/activity', 200, { token: acct.key });
     expect(activity.body.data.length).toBeGreaterThan(0);

@@ -470,7 +470,7 @@ export class KyselyLedger implements Ledger {
     this.scheduled = true;
     const run = () => {
       this.scheduled = false;
-      this.flush().catch(() => undefined);
+      this.flushQueued(true).catch(() => undefined);
     };
     const wait = this.lastCommit.charges > 1 ? this.lastCommit.at + this.commitIntervalMs - performance.now() : 0;
     if (wait > 0) setTimeout(run, wait);
@@ -500,10 +500,19 @@ export class KyselyLedger implements Ledger {
     }
   }
 
-  async flush(): Promise<void> {
-    // One group commit at a time; a caller arriving mid-commit waits for it and then for its own.
+  flush(): Promise<void> {
+    return this.flushQueued(false);
+  }
+
+  /**
+   * One group commit at a time; a caller arriving mid-commit waits for it and then writes its own. A
+   * commit the ledger scheduled itself (`scheduled`) stands down when the one it waited for failed: the
+   * database is being retried (scheduleRetry), and writing again at once could write part of a batch
+   * while the database comes back.
+   */
+  private async flushQueued(scheduled: boolean): Promise<void> {
     while (this.flushing) await this.flushing.catch(() => undefined);
-    if (this.queue.length === 0) return;
+    if (this.queue.length === 0 || (scheduled && this.retryTimer)) return;
     const batch = this.queue.splice(0, MAX_BATCH);
     this.lastCommit = { at: performance.now(), charges: batch.length };
     this.flushing = this.writeBatch(batch).then(
