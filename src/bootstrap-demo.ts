@@ -27,5 +27,6 @@ export async function bootstrapDemo(gw: Gateway, print: (line: string) => void):
     `  curl -s ${base}/api/v1/chat/completions -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" -d '{"model":"${model}","messages":[{"role":"user","content":"Hello"}]}'`,
   );
   print(`  curl -s ${base}/api/v1/key -H "Authorization: Bearer ${key}"`);
+  print(`  or open ${base}/ and sign in with the API key (or the admin token)`);
   print('');
 }
