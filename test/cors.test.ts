@@ -43,6 +43,16 @@ describe('issue 10: CORS', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
     expect(res.headers.get('access-control-expose-headers')).toContain('x-generation-id');
+    // A streamed answer (written by the gateway itself, not the framework) carries them too.
+    const stream = await on.fetch('/api/v1/chat/completions', {
+      token: acct.key,
+      headers: { origin: 'https://app.example.com' },
+      body: { model: 'demo/echo', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    });
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(stream.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+    expect(stream.headers.get('access-control-expose-headers')).toContain('x-generation-id');
+    await stream.text();
   });
 
   it('gives another origin nothing', async () => {

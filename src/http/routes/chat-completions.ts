@@ -90,7 +90,9 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
           .send(await chat.complete(started));
       }
       reply.hijack();
-      await writeSse(reply.raw, headers, chat.relay(started, controller.signal));
+      // A hijacked reply writes its own head: the headers hooks set on the reply (CORS) go with it.
+      const hooked = Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)]));
+      await writeSse(reply.raw, { ...hooked, ...headers }, chat.relay(started, controller.signal));
       return reply;
     } catch (err) {
       Object.assign(log, whyFailed(err));
