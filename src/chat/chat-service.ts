@@ -11,6 +11,7 @@ import type { TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
+import { finishReasonOf } from '../providers/stream-event.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Cooldowns } from '../routing/cooldowns.js';
@@ -19,7 +20,7 @@ import { route, type Routed } from '../routing/route.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
 import { answerText, chunkHead, deliveredText, errorChunk, normalizeAnswerText, relayedChunkText, usageBody, usageChunk, type Served } from './normalize.js';
-import { objectMembers, spliceObject } from './json-members.js';
+import { hasDuplicateKeys, objectMembers, spliceObject } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { billedUsage, type BilledUsage } from './billed-usage.js';
 import { GenerationIds } from './generation-id.js';
@@ -84,10 +85,7 @@ function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: s
   const value: ChatBody = { ...req, messages };
   for (const field of NOT_PASSED_ON) delete value[field];
   const members = rawText !== undefined && messages === req.messages ? objectMembers(rawText) : undefined;
-  if (members) {
-    const keys = new Set(members.map((m) => m.key));
-    if (keys.size === members.length) return { value, text: spliceObject(rawText as string, members, '', (key) => NOT_PASSED_ON.has(key)) };
-  }
+  if (members && !hasDuplicateKeys(members)) return { value, text: spliceObject(rawText as string, members, '', (key) => NOT_PASSED_ON.has(key)) };
   return { value, text: JSON.stringify(value) };
 }
 
@@ -255,8 +253,7 @@ export class ChatService {
     if (routed.answer.kind !== 'json') throw new GatewayError('internal', 'expected a whole answer');
     const { body, text } = routed.answer;
     const { usage, source } = this.billed(started, routed.answer.usage, () => answerText(body), true);
-    const choices = Array.isArray(body.choices) ? (body.choices as Chunk[]) : [];
-    const finish = typeof choices[0]?.finish_reason === 'string' ? (choices[0].finish_reason as string) : null;
+    const finish = finishReasonOf(body.choices) ?? null;
     const { cost, durable } = settlement.settle({
       usage,
       usageSource: source,

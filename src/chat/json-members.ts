@@ -117,3 +117,17 @@ export function spliceObject(text: string, members: readonly Member[], head: str
   if (tail.length > 0) out += (sep ? ',' : '') + tail;
   return out + '}';
 }
+
+/**
+ * Whether a key appears twice among the members. JSON.parse keeps the last of them and another reader
+ * may keep the first: a text that has them is rebuilt from what was parsed rather than spliced.
+ */
+export function hasDuplicateKeys(members: readonly Member[]): boolean {
+  // A chunk has a dozen members or so: comparing pairs costs less than building a set.
+  if (members.length > 32) return new Set(members.map((m) => m.key)).size !== members.length;
+  for (let i = 1; i < members.length; i++) {
+    const key = (members[i] as Member).key;
+    for (let j = 0; j < i; j++) if ((members[j] as Member).key === key) return true;
+  }
+  return false;
+}

@@ -4,7 +4,7 @@ import { creditsToJson, type Nano } from '../ledger/money.js';
 import type { Chunk, StreamEvent } from '../providers/provider.js';
 import type { ErrorMetadata } from '../error-body.js';
 import type { ChatCompletionChunkJson, ChatCompletionJson, ChatUsageJson } from './answer-schemas.js';
-import { objectMembers, spliceObject, type Member } from './json-members.js';
+import { hasDuplicateKeys, objectMembers, spliceObject } from './json-members.js';
 
 /** Who served a request, as the answer reports it. */
 export interface Served {
@@ -65,17 +65,6 @@ function choicesClean(choices: unknown, key: 'message' | 'delta'): boolean {
     if (key === 'message' ? inner.role !== 'assistant' : 'role' in inner && inner.role !== 'assistant') return false;
   }
   return true;
-}
-
-/** Members whose keys appear twice: a text that has them is rebuilt rather than spliced. */
-function hasDuplicateKeys(members: readonly Member[]): boolean {
-  // A chunk has a dozen members or so: comparing pairs costs less than building a set.
-  if (members.length > 32) return new Set(members.map((m) => m.key)).size !== members.length;
-  for (let i = 1; i < members.length; i++) {
-    const key = (members[i] as Member).key;
-    for (let j = 0; j < i; j++) if ((members[j] as Member).key === key) return true;
-  }
-  return false;
 }
 
 /** A whole (non-streamed) upstream answer, rewritten as the gateway's own. */
@@ -222,12 +211,6 @@ function reasoningText(m: Obj): string {
   let longest = details;
   for (const v of [m.reasoning, m.reasoning_content]) if (typeof v === 'string' && v.length > longest.length) longest = v;
   return longest;
-}
-
-/** The finish reason of a chunk's first choice, if it carries one. */
-export function finishReasonOf(chunk: Obj): string | undefined {
-  const first = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-  return isObj(first) && typeof first.finish_reason === 'string' ? first.finish_reason : undefined;
 }
 
 /**

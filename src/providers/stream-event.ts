@@ -16,8 +16,8 @@ function carriesOutput(choices: unknown): boolean {
   return false;
 }
 
-/** The finish reason of a chunk's first choice, if it carries one. */
-function finishReasonOf(choices: unknown): string | undefined {
+/** The finish reason of an answer's or chunk's first choice, if it carries one. */
+export function finishReasonOf(choices: unknown): string | undefined {
   const first = Array.isArray(choices) ? (choices[0] as Obj | undefined) : undefined;
   return first && typeof first === 'object' && typeof first.finish_reason === 'string' ? first.finish_reason : undefined;
 }
