@@ -50,8 +50,11 @@ export async function authenticateKey(req: FastifyRequest, ledger: Pick<Keys, 'f
 
 /** Admin routes take only the admin token; an API key is never an admin credential. */
 export function requireAdmin(req: FastifyRequest, adminToken: string): void {
+  requireToken(req, [adminToken], 'admin routes need "Authorization: Bearer <admin_token>"');
+}
+
+/** A route that takes one of a few operator tokens (the admin token, `metrics.token`): anything else is 401 with `message`. */
+export function requireToken(req: FastifyRequest, tokens: readonly string[], message: string): void {
   const presented = bearer(req);
-  if (!presented || !secretsEqual(presented, adminToken)) {
-    throw new GatewayError('admin_unauthorized', 'admin routes need "Authorization: Bearer <admin_token>"');
-  }
+  if (!presented || !tokens.some((t) => secretsEqual(presented, t))) throw new GatewayError('admin_unauthorized', message);
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { GatewayError } from '../../errors.js';
-import { secretsEqual } from '../../security/api-key.js';
 import type { AppDeps } from '../app-deps.js';
+import { requireToken } from '../auth.js';
 import { doc } from '../route-doc.js';
 
 const metricsDoc = doc({
@@ -17,11 +16,7 @@ const metricsDoc = doc({
 export function registerMetricsRoute(app: FastifyInstance, deps: AppDeps): void {
   const tokens = [deps.adminToken, deps.config.metrics.token].filter((t): t is string => t !== undefined);
   app.get('/metrics', metricsDoc, async (req, reply) => {
-    const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization?.trim() ?? '');
-    const presented = m?.[1]?.trim();
-    if (!presented || !tokens.some((t) => secretsEqual(presented, t))) {
-      throw new GatewayError('admin_unauthorized', '/metrics needs "Authorization: Bearer <admin_token or metrics.token>"');
-    }
+    requireToken(req, tokens, '/metrics needs "Authorization: Bearer <admin_token or metrics.token>"');
     const { text, contentType } = await deps.scrapeMetrics();
     return reply.type(contentType).send(text);
   });
