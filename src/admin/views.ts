@@ -20,13 +20,10 @@ export function accountView(a: Account): AccountCoreJson {
   };
 }
 
-export function keyInfoView(k: KeyRecord, usage: KeyUsage): KeyInfoJson {
+/** A key's limit and usage, as every key answer reports them (admin KeyInfo, the management Key, /key). */
+function limitAndUsage(k: KeyRecord, usage: KeyUsage) {
   const remaining = limitRemaining(k, usage);
   return {
-    hash: k.hash,
-    name: k.name,
-    label: k.label,
-    disabled: k.disabled,
     limit: k.limit === null ? null : creditsToJson(k.limit),
     limit_reset: k.limitReset,
     limit_remaining: remaining === null ? null : creditsToJson(remaining),
@@ -36,6 +33,25 @@ export function keyInfoView(k: KeyRecord, usage: KeyUsage): KeyInfoJson {
     usage_weekly: creditsToJson(usage.weekly.usage),
     usage_monthly: creditsToJson(usage.monthly.usage),
     byok_usage: creditsToJson(usage.all.byokUsage),
+  };
+}
+
+/** BYOK usage per period, as OpenRouter's SDK reads it on the management Key and /key. */
+function byokPeriods(usage: KeyUsage) {
+  return {
+    byok_usage_daily: creditsToJson(usage.daily.byokUsage),
+    byok_usage_weekly: creditsToJson(usage.weekly.byokUsage),
+    byok_usage_monthly: creditsToJson(usage.monthly.byokUsage),
+  };
+}
+
+export function keyInfoView(k: KeyRecord, usage: KeyUsage): KeyInfoJson {
+  return {
+    hash: k.hash,
+    name: k.name,
+    label: k.label,
+    disabled: k.disabled,
+    ...limitAndUsage(k, usage),
     expires_at: isoOrNull(k.expiresAt),
     created_at: new Date(k.createdAt).toISOString(),
     updated_at: isoOrNull(k.updatedAt),
@@ -48,24 +64,13 @@ export function keyInfoView(k: KeyRecord, usage: KeyUsage): KeyInfoJson {
  * neutral values where a field means nothing here. `workspace_id` is the key's account.
  */
 export function managedKeyView(k: KeyRecord, usage: KeyUsage): ManagedKeyJson {
-  const remaining = limitRemaining(k, usage);
   return {
     hash: k.hash,
     name: k.name,
     label: k.label,
     disabled: k.disabled,
-    limit: k.limit === null ? null : creditsToJson(k.limit),
-    limit_remaining: remaining === null ? null : creditsToJson(remaining),
-    limit_reset: k.limitReset,
-    include_byok_in_limit: k.includeByokInLimit,
-    usage: creditsToJson(usage.all.usage),
-    usage_daily: creditsToJson(usage.daily.usage),
-    usage_weekly: creditsToJson(usage.weekly.usage),
-    usage_monthly: creditsToJson(usage.monthly.usage),
-    byok_usage: creditsToJson(usage.all.byokUsage),
-    byok_usage_daily: creditsToJson(usage.daily.byokUsage),
-    byok_usage_weekly: creditsToJson(usage.weekly.byokUsage),
-    byok_usage_monthly: creditsToJson(usage.monthly.byokUsage),
+    ...limitAndUsage(k, usage),
+    ...byokPeriods(usage),
     created_at: new Date(k.createdAt).toISOString(),
     updated_at: isoOrNull(k.updatedAt),
     expires_at: isoOrNull(k.expiresAt),
@@ -77,29 +82,18 @@ export function managedKeyView(k: KeyRecord, usage: KeyUsage): ManagedKeyJson {
 
 /** GET /api/v1/key: the key's limits and usage, in the shape OpenRouter's SDK parses. */
 export function keyStatusView(config: Config, k: KeyRecord, usage: KeyUsage, account: Account, freeRequestsToday: number): KeyStatusJson {
-  const info = keyInfoView(k, usage);
   const dailyLimit = freeDailyLimit(config, account);
   return {
     label: k.label,
-    limit: info.limit,
-    limit_reset: k.limitReset,
-    limit_remaining: info.limit_remaining,
-    usage: info.usage,
-    usage_daily: info.usage_daily,
-    usage_weekly: info.usage_weekly,
-    usage_monthly: info.usage_monthly,
-    byok_usage: info.byok_usage,
-    byok_usage_daily: creditsToJson(usage.daily.byokUsage),
-    byok_usage_weekly: creditsToJson(usage.weekly.byokUsage),
-    byok_usage_monthly: creditsToJson(usage.monthly.byokUsage),
-    include_byok_in_limit: k.includeByokInLimit,
+    ...limitAndUsage(k, usage),
+    ...byokPeriods(usage),
     is_free_tier: isFreeTier(config, account),
     free_model_daily_requests: {
       used: freeRequestsToday,
       limit: dailyLimit,
       remaining: Math.max(0, dailyLimit - freeRequestsToday),
     },
-    expires_at: info.expires_at,
+    expires_at: isoOrNull(k.expiresAt),
     is_management_key: k.management,
     is_provisioning_key: false,
     creator_user_id: null,
