@@ -34,6 +34,22 @@ export const accountSchema = accountCoreSchema
   })
   .meta({ id: 'Account', description: 'An account, with where it stands against its in-flight spending budget' });
 
+/** A key's limit and usage, as every key answer reports them (views.ts: limitAndUsage). */
+const limitAndUsage = {
+  limit: credits.nullable(),
+  limit_reset: limitReset,
+  limit_remaining: credits.nullable(),
+  include_byok_in_limit: z.boolean(),
+  usage: credits,
+  usage_daily: credits,
+  usage_weekly: credits,
+  usage_monthly: credits,
+  byok_usage: credits,
+};
+
+/** BYOK usage per period, on the management Key and /key (views.ts: byokPeriods). */
+const byokPeriods = { byok_usage_daily: credits, byok_usage_weekly: credits, byok_usage_monthly: credits };
+
 /** CONTRACT §4's KeyInfo: a key as the admin API answers it. */
 export const keyInfoSchema = z
   .object({
@@ -41,15 +57,7 @@ export const keyInfoSchema = z
     name: z.string(),
     label: z.string().meta({ description: 'The first and last characters of the secret' }),
     disabled: z.boolean(),
-    limit: credits.nullable(),
-    limit_reset: limitReset,
-    limit_remaining: credits.nullable(),
-    include_byok_in_limit: z.boolean(),
-    usage: credits,
-    usage_daily: credits,
-    usage_weekly: credits,
-    usage_monthly: credits,
-    byok_usage: credits,
+    ...limitAndUsage,
     expires_at: time.nullable(),
     created_at: time,
     updated_at: time.nullable(),
@@ -64,18 +72,8 @@ export const managedKeySchema = z
     name: z.string(),
     label: z.string(),
     disabled: z.boolean(),
-    limit: credits.nullable(),
-    limit_remaining: credits.nullable(),
-    limit_reset: limitReset,
-    include_byok_in_limit: z.boolean(),
-    usage: credits,
-    usage_daily: credits,
-    usage_weekly: credits,
-    usage_monthly: credits,
-    byok_usage: credits,
-    byok_usage_daily: credits,
-    byok_usage_weekly: credits,
-    byok_usage_monthly: credits,
+    ...limitAndUsage,
+    ...byokPeriods,
     created_at: time,
     updated_at: time.nullable(),
     expires_at: time.nullable(),
@@ -89,18 +87,8 @@ export const managedKeySchema = z
 export const keyStatusSchema = z
   .object({
     label: z.string(),
-    limit: credits.nullable(),
-    limit_reset: limitReset,
-    limit_remaining: credits.nullable(),
-    usage: credits,
-    usage_daily: credits,
-    usage_weekly: credits,
-    usage_monthly: credits,
-    byok_usage: credits,
-    byok_usage_daily: credits,
-    byok_usage_weekly: credits,
-    byok_usage_monthly: credits,
-    include_byok_in_limit: z.boolean(),
+    ...limitAndUsage,
+    ...byokPeriods,
     is_free_tier: z.boolean(),
     free_model_daily_requests: z
       .object({ used: z.number().int(), limit: z.number().int(), remaining: z.number().int() })
