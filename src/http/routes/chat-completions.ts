@@ -61,13 +61,13 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     const log: Record<string, unknown> = { key_label: key.label, account: key.accountId, model: requestedModel(req.body) };
     req.logFields = log;
     let started: Started | undefined;
-    reply.raw.once('close', () => metrics.request(started?.served.model ?? '', started?.served.provider ?? '', reply.raw.statusCode));
     const controller = new AbortController();
-    // The client went away before the answer was complete: cancel the upstream call.
-    const onClose = () => {
+    // The response is over: counted; and if the client went away before the answer was complete,
+    // the upstream call is cancelled.
+    reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) controller.abort();
-    };
-    reply.raw.once('close', onClose);
+      metrics.request(started?.served.model ?? '', started?.served.provider ?? '', reply.raw.statusCode);
+    });
     // The request deadline: past it the request is cancelled like a client that went away (it settles,
     // charged for what was delivered, and its holds end with it).
     const deadline = clock.schedule(config.limits.request_deadline_ms, () =>
