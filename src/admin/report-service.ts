@@ -117,14 +117,19 @@ export class ReportService {
     return this.ledger.listGenerations({ accountId: caller.accountId, offset: 0, limit: q.limit ?? 20, ...(keyHash ? { keyHash } : {}) });
   }
 
+  /** The UTC days activity covers: the last ACTIVITY_DAYS, today included (their starts, epoch ms). */
+  private recentDays(): { first: number; today: number } {
+    const today = floorTo(this.clock.now(), DAY_MS);
+    return { first: today - (ACTIVITY_DAYS - 1) * DAY_MS, today };
+  }
+
   /**
    * GET /api/v1/key/activity: the calling key's spend per UTC day and model over the last 30 days
    * (today included), oldest first, read from the rollups; a management key's: its account's.
    */
   async keyActivity(key: KeyRecord, query: unknown) {
     parseInput(keyActivityQuery, query);
-    const today = floorTo(this.clock.now(), DAY_MS);
-    const from = today - (ACTIVITY_DAYS - 1) * DAY_MS;
+    const { first: from, today } = this.recentDays();
     const to = today + DAY_MS;
     // A management key spends nothing itself: it sees its account's spend.
     const rows = await this.ledger.spend({
@@ -156,8 +161,7 @@ export class ReportService {
    */
   async activity(owner: KeyRecord, query: unknown): Promise<ActivityAnswer> {
     const q = parseInput(activityQuery, query);
-    const today = floorTo(this.clock.now(), DAY_MS);
-    const first = today - (ACTIVITY_DAYS - 1) * DAY_MS;
+    const { first, today } = this.recentDays();
     let from = first;
     let to = today + DAY_MS;
     if (q.date) {
