@@ -1,10 +1,12 @@
+import type { alertEventTypes } from '../config/schema.js';
+
 /**
  * Alerts before the hard stop: webhook events sent when a key crosses 80% and 100% of its limit in a
  * period, an account's balance falls below a threshold, or a provider is put on cooldown. Each is
  * sent once per crossing across every process sharing the ledger (a crossing is claimed durably before
  * it is sent), retried with backoff, and never awaited by a request. Implementations sit beside this file.
  */
-export type AlertEventType = 'key_limit_80' | 'key_limit_100' | 'balance_low' | 'provider_cooldown';
+export type AlertEventType = (typeof alertEventTypes)[number];
 
 /** What a webhook receives (the JSON body of one delivery); `test` comes only from the test action. */
 export interface AlertEvent {

@@ -1,13 +1,13 @@
 import { z } from 'zod';
+import type { WebhookStatus, WebhookTestResult } from '../alerts/alerts.js';
+import { alertEventTypes } from '../config/schema.js';
 
-/** The alert webhooks as the admin API answers them (src/alerts/alerts.ts: WebhookStatus, WebhookTestResult). */
-const eventType = z.enum(['key_limit_80', 'key_limit_100', 'balance_low', 'provider_cooldown', 'test']);
-
+/** The alert webhooks as the admin API answers them: the schemas of src/alerts/alerts.ts's WebhookStatus and WebhookTestResult. */
 export const webhookStatusSchema = z
   .object({
     id: z.string(),
     url: z.string().meta({ description: 'Without userinfo or query string' }),
-    events: z.array(eventType),
+    events: z.array(z.enum(alertEventTypes)),
     pending: z.int(),
     delivered: z.int(),
     failed: z.int(),
@@ -16,11 +16,11 @@ export const webhookStatusSchema = z
     last_failure_at: z.iso.datetime().nullable(),
     last_failure: z.string().nullable(),
   })
-  .meta({ id: 'Webhook' });
+  .meta({ id: 'Webhook' }) satisfies z.ZodType<WebhookStatus>;
 export const webhookListSchema = z.object({ data: z.array(webhookStatusSchema) });
 
 export const webhookTestSchema = z.object({
   data: z
     .object({ id: z.string(), event_id: z.string(), delivered: z.boolean(), status: z.int().nullable(), error: z.string().nullable() })
-    .meta({ id: 'WebhookTest' }),
+    .meta({ id: 'WebhookTest' }) satisfies z.ZodType<WebhookTestResult>,
 });
