@@ -287,27 +287,47 @@ for (const [name, make] of stores) {
         }
       });
 
-      it('a write nobody waits for waits a few ms for an admission to carry it, or goes alone', async () => {
+      it('a write nobody waits for (a commit record) waits a few ms for an admission to carry it, or goes alone', async () => {
         const { store } = await open();
         await store.record(snapshot(40n * C, 1n));
-        for (const id of ['a', 'b']) await store.admit(req(id, { balance: C, budget: budget(C) }));
         const client = (store as unknown as { redis: Record<string, (...a: string[]) => Promise<unknown>> }).redis;
         const apply = client.tollgateApply!;
         let calls = 0;
         client.tollgateApply = (...a: string[]) => ((calls += 1), apply.apply(client, a));
         try {
-          const settled = store.settle(settle('a', 3n));
+          const recorded = store.record(snapshot(40n * C - 3n, 2n));
           await new Promise((resolve) => setImmediate(resolve));
           expect(calls).toBe(0); // still waiting
           expect(await store.admit(req('c', { balance: C }))).toMatchObject({ ok: true, balance: 40n * C - 3n });
           expect(calls).toBe(1); // the admission carried it
-          await settled;
-          await store.settle(settle('b', 4n)); // alone: written within a few ms
+          await recorded;
+          await store.record(snapshot(40n * C - 7n, 3n)); // alone: written within a few ms
           expect(calls).toBe(2);
         } finally {
           client.tollgateApply = apply;
         }
         expect(await store.view(A)).toMatchObject({ balance: 40n * C - 7n, runningHeld: C });
+      });
+
+      it('a settlement goes out at the end of its turn, without waiting for an admission: other processes see the actual cost, not the estimate', async () => {
+        const { store } = await open();
+        await store.record(snapshot(40n * C, 1n));
+        await store.admit(req('a', { balance: C, budget: budget(C) }));
+        const client = (store as unknown as { redis: Record<string, (...a: string[]) => Promise<unknown>> }).redis;
+        const apply = client.tollgateApply!;
+        let calls = 0;
+        client.tollgateApply = (...a: string[]) => ((calls += 1), apply.apply(client, a));
+        try {
+          const settled = store.settle(settle('a', 3n * C));
+          await new Promise((resolve) => setImmediate(resolve));
+          expect(calls).toBe(1);
+          await settled;
+        } finally {
+          client.tollgateApply = apply;
+        }
+        // Written with no admission to carry it; Redis holds the actual cost (3), not the running hold (1).
+        expect(calls).toBe(1);
+        expect(await store.view(A)).toMatchObject({ balance: 40n * C - 3n * C, runningHeld: 0n });
       });
 
       it('fails closed within its deadline when Redis does not answer (503 limits_unavailable)', async () => {

@@ -10,10 +10,10 @@ import { TurnBatches } from './turn-batches.js';
 const BASE = 1_000_000_000n;
 
 /**
- * How long a write nobody waits for (a settlement, a renewal, a ledger commit's record) may wait for
- * an admission to carry it to Redis. Meanwhile other processes see the request's running holds
- * instead of its actual cost (this process's own admissions and views see every write queued before
- * them).
+ * How long a write nobody waits for (a renewal, a ledger commit's record) may wait for an admission
+ * to carry it to Redis. A settlement does not wait: until it is written, other processes would see
+ * the request's running hold (its estimate) instead of its actual cost. (This process's own
+ * admissions and views see every write queued before them.)
  */
 const LAZY_WRITE_MS = 5;
 
@@ -99,7 +99,7 @@ export interface RedisHoldStoreOptions {
  * account (admissions, settlements, renewals, records of ledger commits) is queued and sent in one
  * APPLY call per account, applied in order, and ioredis pipelines the accounts' calls into one write.
  * An admission is sent when the event-loop turn ends, with everything queued by then; a write nobody
- * waits for waits up to LAZY_WRITE_MS for one (turn-batches.ts).
+ * waits (a renewal, a commit's record) waits up to LAZY_WRITE_MS for one (turn-batches.ts).
  *
  * The store keeps a mirror of this process's running and settling holds and pending charges: a write
  * that failed is written again from it, and when Redis comes back empty (its restart lost them) the
@@ -248,7 +248,10 @@ export class RedisHoldStore implements HoldStore {
         },
         failed: () => this.dirty.add(req.id),
       },
-      false,
+      // Not lazy: the settlement replaces the running hold (the estimate) with the actual cost, which
+      // may be more; it goes out this turn, racing the ledger's commit as the answer waits for it, so
+      // that another process admitting the same key next sees the actual cost.
+      true,
     );
   }
 
