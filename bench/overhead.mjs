@@ -45,6 +45,7 @@ const options = {
   profile: { type: 'string' },
   pin: { type: 'string', default: 'auto' },
   'window-ms': { type: 'string' },
+  baseline: { type: 'string' },
   'deadline-s': { type: 'string' },
   nginx: { type: 'string' },
   'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
@@ -82,6 +83,8 @@ const list = (name, allowed) => {
 const DEPLOYMENTS = list('deployments', ['sqlite', 'postgres-redis']);
 if (!['auto', 'on', 'off'].includes(opt.pin)) die('--pin takes auto, on or off');
 const WINDOW_MS = opt['window-ms'] === undefined ? undefined : num('window-ms');
+const BASELINE = opt.baseline === undefined ? undefined : path.resolve(opt.baseline);
+if (BASELINE && !existsSync(path.join(BASELINE, 'dist', 'cli.js'))) die(`--baseline ${BASELINE}: no dist/cli.js there (a checkout, built with npm run build)`);
 if (!existsSync(CLI)) die('dist/cli.js is missing: run `npm run build` first (`npm run bench` does)');
 const PIN = pinning(opt.pin, die);
 const stores = { databaseUrl: opt['database-url'], redisUrl: opt['redis-url'] };
@@ -164,17 +167,19 @@ async function startTargets(mode, ctx) {
   if (ctx.nginx) jobs.push(['nginx', () => startNginx({ ...common, binary: ctx.nginx })]);
   if (ctx.portkey) jobs.push(['portkey', () => startPortkey(common)]);
   for (const deployment of ctx.deployments) {
-    for (const free of [false, true]) {
+    // The paid row, the free row, and (--baseline) the paid row of another build.
+    const variants = [{ free: false }, { free: true }, ...(BASELINE ? [{ free: false, baseline: BASELINE }] : [])];
+    for (const { free, baseline } of variants) {
       if (!PROXIES.has(free ? 'free' : 'tollgate')) continue;
       jobs.push([
-        `tollgate:${deployment}${free ? ':free' : ''}`,
+        `tollgate:${deployment}${free ? ':free' : ''}${baseline ? ':baseline' : ''}`,
         async () => {
           let store;
           if (deployment === 'postgres-redis') {
-            store = await sharedStores(stores, `${mode}_${free ? 'free' : 'paid'}`);
+            store = await sharedStores(stores, `${mode}_${free ? 'free' : 'paid'}${baseline ? '_baseline' : ''}`);
             onStopAll(store.drop);
           }
-          return startTollgate({ ...common, deployment, free, store, windowMs: WINDOW_MS, profileDir: ctx.profileDir, tag: mode });
+          return startTollgate({ ...common, deployment, free, baseline, store, windowMs: WINDOW_MS, profileDir: ctx.profileDir, tag: mode });
         },
       ]);
     }
@@ -349,13 +354,13 @@ async function main() {
             ...s,
             ratio: s.cpu_us_per_req / bareSummary.cpu_us_per_req,
             ratio_rounds: runs.get(t).map((r, i) => r.cpuUs / bareRuns[i].cpuUs),
-            target: t.kind === 'tollgate' && !t.free ? TARGETS[t.deployment][mode] : undefined,
+            target: t.kind === 'tollgate' && !t.free && !t.baseline ? TARGETS[t.deployment][mode] : undefined,
           };
         }
 
         // Latency: an open loop at half of each Tollgate's peak (its closed-loop req/s above), through it and the bare proxy.
         if (LATENCY_S > 0) {
-          for (const tg of targets.filter((t) => t.kind === 'tollgate' && !t.free)) {
+          for (const tg of targets.filter((t) => t.kind === 'tollgate' && !t.free && !t.baseline)) {
             const rate = results[mode][tg.id].rps / 2;
             const got = { bare: [], tollgate: [] };
             let behindMs = 0;

@@ -1,6 +1,7 @@
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.js';
+import { Cancellation } from '../src/cancellation.js';
 import { WebSearch } from '../src/plugins/web-search.js';
 import { OpenAiProvider } from '../src/providers/openai/openai-provider.js';
 import { ProviderError } from '../src/providers/provider.js';
@@ -55,7 +56,7 @@ describe('issue 7 item 5: the total timeout survives garbage collection', () => 
     const provider = new OpenAiProvider({ id: 'p', baseUrl: upstreamUrl, timeouts, clock: systemClock, pool });
     try {
       const body = { value: { messages: [] }, text: '{"messages":[]}' };
-      const answer = await provider.chat({ model: 'm', body, stream: true, apiKey: undefined, signal: new AbortController().signal });
+      const answer = await provider.chat({ model: 'm', body, stream: true, apiKey: undefined, signal: new Cancellation() });
       if (answer.kind !== 'stream') throw new Error('expected a stream');
       const read = (async () => {
         const got: unknown[] = [];
@@ -78,7 +79,7 @@ describe('issue 7 item 5: the total timeout survives garbage collection', () => 
     const dispatcher = new Agent();
     const web = new WebSearch({ searchUrl: `${searchUrl.replace(/\/v1$/, '')}/search`, maxResults: 3, timeoutMs: 300, dispatcher });
     try {
-      const outcome = await collectWhile(web.search([{ role: 'user', content: 'q' }], new AbortController().signal), 2_000, () => search.release());
+      const outcome = await collectWhile(web.search([{ role: 'user', content: 'q' }], new Cancellation()), 2_000, () => search.release());
       expect(outcome.ok, 'the search answered past its timeout').toBe(false);
       expect((outcome as { err: Error }).err.name).toBe('TimeoutError');
     } finally {

@@ -249,8 +249,21 @@ async function setupAccount(base, adminToken) {
  * limits checked and counted on every request) instead of the paid one. Its ledger check compares
  * what it charged (and, free, counted) with the requests sent to it.
  */
-export async function startTollgate({ deployment, free, upstreamUrl, tmp, store, cpus, loadPool, windowMs, connections = PROXY_CONNECTIONS, profileDir, tag }) {
-  const dir = mkdtempSync(path.join(tmp, `tollgate-${deployment}-${free ? 'free-' : ''}`));
+export async function startTollgate({
+  deployment,
+  free,
+  upstreamUrl,
+  tmp,
+  store,
+  cpus,
+  loadPool,
+  windowMs,
+  connections = PROXY_CONNECTIONS,
+  profileDir,
+  tag,
+  baseline,
+}) {
+  const dir = mkdtempSync(path.join(tmp, `tollgate-${deployment}-${free ? 'free-' : ''}${baseline ? 'baseline-' : ''}`));
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
   const configFile = path.join(dir, 'tollgate.yaml');
   const st = deployment === 'sqlite' ? { databaseUrl: `sqlite:${path.join(dir, 'tollgate.db')}` } : store;
@@ -259,27 +272,29 @@ export async function startTollgate({ deployment, free, upstreamUrl, tmp, store,
   const profArgs = [];
   if (profileDir) {
     mkdirSync(profileDir, { recursive: true });
-    const name = `tollgate-${deployment}${free ? '-free' : ''}-${tag ?? 'run'}-${Date.now()}.cpuprofile`;
+    const name = `tollgate-${deployment}${free ? '-free' : ''}${baseline ? '-baseline' : ''}-${tag ?? 'run'}-${Date.now()}.cpuprofile`;
     profile = path.join(profileDir, name);
     profArgs.push('--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', name);
   }
-  const label = `tollgate ${deployment}${free ? ', free' : ''}`;
-  const { child, match } = await startChild(label, process.execPath, [...profArgs, ...PROBE, CLI, 'serve', '--config', configFile], {
+  const label = `tollgate ${deployment}${free ? ', free' : ''}${baseline ? ', baseline' : ''}`;
+  const cli = baseline ? path.join(baseline, 'dist', 'cli.js') : CLI;
+  const { child, match } = await startChild(label, process.execPath, [...profArgs, ...PROBE, cli, 'serve', '--config', configFile], {
     ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
     ipc: true,
     cpus,
-    cwd: root,
+    cwd: baseline ?? root,
   });
   const base = match[1];
   const { key } = await setupAccount(base, adminToken);
   const auth = { authorization: `Bearer ${key}` };
   const target = describe(
     {
-      id: `tollgate:${deployment}${free ? ':free' : ''}`,
+      id: `tollgate:${deployment}${free ? ':free' : ''}${baseline ? ':baseline' : ''}`,
       label,
       kind: 'tollgate',
       deployment,
       free,
+      baseline: Boolean(baseline),
       child,
       base,
       profile,

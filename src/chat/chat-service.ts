@@ -25,6 +25,7 @@ import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest 
 import { billedUsage, type BilledUsage } from './billed-usage.js';
 import { GenerationIds } from './generation-id.js';
 import { Settlement } from './settlement.js';
+import type { CancelSignal } from '../cancellation.js';
 
 export interface ChatServiceDeps {
   config: Config;
@@ -114,7 +115,7 @@ export class ChatService {
   }
 
   /** `rawText` is the body's JSON text as the client sent it, when the caller has it. */
-  async start(key: KeyRecord, rawBody: unknown, signal: AbortSignal, rawText?: string): Promise<Started> {
+  async start(key: KeyRecord, rawBody: unknown, signal: CancelSignal, rawText?: string): Promise<Started> {
     const { catalog, clock, vault, providers, config, ledger, admission } = this.deps;
     const request = parseChatRequest(rawBody);
     const models = requestedModels(catalog, request.model, request.models);
@@ -273,7 +274,7 @@ export class ChatService {
    * done. An upstream failure after output became the spec's error event; a client that goes away
    * (the consumer stops, or `signal` aborts) is charged for what was delivered. Settles once.
    */
-  async *relay(started: Started, signal: AbortSignal): AsyncGenerator<SseText> {
+  async *relay(started: Started, signal: CancelSignal): AsyncGenerator<SseText> {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'stream') throw new GatewayError('internal', 'expected a stream');
     const head = chunkHead(served);

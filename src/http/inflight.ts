@@ -1,13 +1,15 @@
+import type { Cancellation } from '../cancellation.js';
+
 /** The requests running now, so that shutdown can wait for them and, past its grace, cancel them. */
 export class Inflight {
-  private readonly running = new Set<AbortController>();
+  private readonly running = new Set<Cancellation>();
   private idleWaiters: Array<() => void> = [];
 
-  add(controller: AbortController): void {
+  add(controller: Cancellation): void {
     this.running.add(controller);
   }
 
-  delete(controller: AbortController): void {
+  delete(controller: Cancellation): void {
     this.running.delete(controller);
     if (this.running.size === 0) {
       const waiters = this.idleWaiters;

@@ -2,6 +2,7 @@ import { request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { callTimeout } from '../call-timeout.js';
 import { contentText } from '../tokenizer/count-tokens.js';
+import type { CancelSignal } from '../cancellation.js';
 
 const answerSchema = z.object({
   results: z.array(z.object({ title: z.string().default(''), url: z.string().default(''), text: z.string().default('') })),
@@ -24,7 +25,7 @@ export class WebSearch {
   constructor(private readonly options: WebSearchOptions) {}
 
   /** The results for the conversation's last user message; throws when the search endpoint fails. */
-  async search(messages: readonly unknown[], signal: AbortSignal): Promise<SearchResult[]> {
+  async search(messages: readonly unknown[], signal: CancelSignal): Promise<SearchResult[]> {
     const query = lastUserText(messages).slice(0, 500);
     if (!query) return [];
     const url = new URL(this.options.searchUrl);

@@ -1,4 +1,5 @@
 import type { TokenUsage } from '../ledger/pricing.js';
+import type { CancelSignal } from '../cancellation.js';
 
 /**
  * A provider adapter: one kind of upstream (OpenAI-compatible, the built-in demo, …). Adapters are
@@ -25,7 +26,7 @@ export interface ChatCall {
   stream: boolean;
   /** The key to call the upstream with: the account's own (BYOK) or the provider's configured one. */
   apiKey: string | undefined;
-  signal: AbortSignal;
+  signal: CancelSignal;
 }
 
 export type FailureKind = 'rate_limited' | 'http' | 'network' | 'timeout' | 'invalid_response';

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 
 /**
@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
  * that key; the platform key is one more credential.
  */
 export function cooldownKey(provider: string, upstreamModel: string, apiKey: string | undefined): string {
-  const credential = apiKey === undefined ? 'none' : createHash('sha256').update(apiKey).digest('base64url').slice(0, 22);
+  const credential = apiKey === undefined ? 'none' : hash('sha256', apiKey, 'base64url').slice(0, 22);
   return `${provider}\u0000${upstreamModel}\u0000${credential}`;
 }
 

@@ -3,6 +3,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { ProviderError, type ChatAnswer, type ProviderAdapter, type ProviderFailure, type StreamEvent, type UpstreamBody } from '../providers/provider.js';
 import { cooldownKey, type Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
+import type { CancelSignal } from '../cancellation.js';
 
 export interface AttemptFailure {
   attempt: Attempt;
@@ -30,7 +31,7 @@ export interface RouteInput {
   byokKey(provider: string): string | undefined;
   /** The provider's configured key. */
   platformKey(provider: string): string | undefined;
-  signal: AbortSignal;
+  signal: CancelSignal;
   cooldowns: Cooldowns;
   /** Runs before an attempt is sent; a GatewayError it throws (a platform limit) skips the attempt. */
   beforeAttempt?: (attempt: Attempt) => Promise<void>;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'sk-tg-v1-';
 
@@ -8,7 +8,7 @@ export function generateApiKey(): string {
 }
 
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 /** The masked form shown in listings, e.g. "sk-tg-v1-3f2...a91". */
@@ -22,7 +22,7 @@ export function generateAdminToken(): string {
 
 /** Constant-time comparison of a presented secret with the expected one. */
 export function secretsEqual(presented: string, expected: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(expected).digest();
+  const a = hash('sha256', presented, 'buffer');
+  const b = hash('sha256', expected, 'buffer');
   return timingSafeEqual(a, b);
 }

@@ -9,6 +9,7 @@ import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
 import { doc } from '../route-doc.js';
 import { writeSse } from '../sse.js';
+import { Cancellation } from '../../cancellation.js';
 
 /** The model a request named, for its log line (what the client sent, cut short). */
 function requestedModel(body: unknown): string | undefined {
@@ -61,7 +62,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     const log: Record<string, unknown> = { key_label: key.label, account: key.accountId, model: requestedModel(req.body) };
     req.logFields = log;
     let started: Started | undefined;
-    const controller = new AbortController();
+    const controller = new Cancellation();
     // The response is over: counted; and if the client went away before the answer was complete,
     // the upstream call is cancelled.
     reply.raw.once('close', () => {

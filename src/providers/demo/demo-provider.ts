@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { cancellableSleep, type CancelSignal } from '../../cancellation.js';
 import type { Clock } from '../../clock.js';
 import { countPromptTokens } from '../../tokenizer/count-tokens.js';
 import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type StreamEvent } from '../provider.js';
@@ -56,13 +56,13 @@ export class DemoProvider implements ProviderAdapter {
   }
 
   /** A batch per token, as a network upstream would deliver them one read at a time. */
-  private async *stream(base: Chunk, tokens: string[], finish: string, usage: Chunk, signal: AbortSignal): AsyncGenerator<StreamEvent[]> {
+  private async *stream(base: Chunk, tokens: string[], finish: string, usage: Chunk, signal: CancelSignal): AsyncGenerator<StreamEvent[]> {
     const event = (chunk: Chunk) => [streamEvent(JSON.stringify(chunk), chunk)];
     const chunk = (delta: Chunk, finishReason: string | null) =>
       event({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] });
     yield chunk({ role: 'assistant', content: '' }, null);
     for (const token of tokens) {
-      if (this.options.tokenLatencyMs > 0) await sleep(this.options.tokenLatencyMs, undefined, { signal }).catch(() => undefined);
+      if (this.options.tokenLatencyMs > 0) await cancellableSleep(this.options.tokenLatencyMs, signal);
       if (signal.aborted) throw new ProviderError({ kind: 'network', message: 'request aborted' });
       yield chunk({ content: token }, null);
     }

@@ -7,6 +7,7 @@ import { streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
 import { sseBatches } from './sse-batches.js';
 import { describeUpstreamError, redactSecrets } from './upstream-error.js';
+import type { CancelSignal } from '../../cancellation.js';
 
 export interface OpenAiProviderOptions {
   id: string;
@@ -141,7 +142,7 @@ export class OpenAiProvider implements ProviderAdapter {
   /** The upstream's events, a batch per read; ends at `data: [DONE]` or when the upstream closes. */
   private readStream(
     body: Dispatcher.ResponseData['body'],
-    callerSignal: AbortSignal,
+    callerSignal: CancelSignal,
     sentKey: string | undefined,
     timeout: CallTimeout,
   ): AsyncIterable<StreamEvent[]> {

@@ -1,0 +1,54 @@
+import { EventEmitter } from 'node:events';
+
+/**
+ * Whether a request or a call is cancelled, why, and an `abort` event when it becomes so. It is the
+ * shape undici takes for a request's `signal` (an emitter of `abort` with `aborted` and `reason`), so it
+ * is passed to undici as it is. The gateway uses it instead of AbortSignal on its hot path: in Node 20
+ * an AbortSignal costs microseconds to create and to listen to (an EventTarget, tracked for
+ * `AbortSignal.any`), several times a request; an emitter costs a fraction of one.
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  /** Why it was cancelled (a DOMException: `AbortError`, or `TimeoutError` for a deadline). */
+  readonly reason: unknown;
+  once(event: 'abort', listener: () => void): unknown;
+  off(event: 'abort', listener: () => void): unknown;
+}
+
+/** A CancelSignal and the means to cancel it (what AbortController is to AbortSignal). */
+export class Cancellation extends EventEmitter implements CancelSignal {
+  aborted = false;
+  reason: unknown = undefined;
+
+  constructor() {
+    super();
+    // Every attempt of a request listens while it runs (fallbacks add theirs one at a time); no cap.
+    this.setMaxListeners(0);
+  }
+
+  get signal(): CancelSignal {
+    return this;
+  }
+
+  /** Cancels it (once: a second call changes nothing); `reason` defaults to an `AbortError`. */
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason ?? new DOMException('This operation was aborted', 'AbortError');
+    this.emit('abort');
+  }
+}
+
+/** Resolves after `ms`, or as soon as `signal` is cancelled (never rejects). */
+export function cancellableSleep(ms: number, signal: CancelSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.off('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.once('abort', done);
+  });
+}
