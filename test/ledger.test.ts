@@ -165,6 +165,22 @@ for (const target of databaseTargets) {
       expect((await ledger.keyUsage(`h-pending-${target.name}`, T0)).daily.usage).toBe(70n);
     });
 
+    it('issue 9: a charge writes generations through its key and one index by account, which the account’s listing uses', async () => {
+      const indexes =
+        target.name === 'sqlite'
+          ? await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'generations' AND sql IS NOT NULL`.execute(db)
+          : await sql<{ name: string }>`SELECT indexname AS name FROM pg_indexes WHERE tablename = 'generations' AND indexname <> 'generations_pkey'`.execute(
+              db,
+            );
+      expect(indexes.rows.map((r) => r.name)).toEqual(['generations_account_created']);
+      if (target.name === 'sqlite') {
+        const plan = await sql<{
+          detail: string;
+        }>`EXPLAIN QUERY PLAN SELECT * FROM generations WHERE account_id = ${'a'} ORDER BY created_at DESC, id DESC LIMIT 20`.execute(db);
+        expect(plan.rows.map((r) => r.detail).join('\n')).toContain('USING INDEX generations_account_created');
+      }
+    });
+
     it('issue 7 item 3: a generation keeps where its token counts came from (usage_source)', async () => {
       const a = await newAccount();
       await ledger.addCredits(a.id, 1000n, 'purchase', T0);
@@ -490,6 +506,7 @@ for (const target of databaseTargets) {
           '0004_key_lifecycle',
           '0005_spend_rollups',
           '0006_alert_crossings',
+          '0007_generations_one_account_index',
         ]);
         const l = new KyselyLedger(dbs[1]!);
         const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });

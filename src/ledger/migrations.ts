@@ -172,6 +172,13 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0007_generations_one_account_index': {
+    // generations_account_created (0005) serves every lookup by account that generations_account
+    // (0001) did: every charge wrote both, a B-tree insert and a page a group commit for nothing.
+    async up(db: Kysely<unknown>) {
+      await db.schema.dropIndex('generations_account').ifExists().execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
