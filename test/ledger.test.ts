@@ -249,6 +249,24 @@ for (const target of databaseTargets) {
       expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(40n);
     });
 
+    it.runIf(target.name === 'postgres')(
+      'issue 9: the group commit is prepared once a connection (a named statement), not parsed and planned every time',
+      async () => {
+        const a = await newAccount();
+        const hash = `h-named-${target.name}`;
+        await newKey(a.id, hash);
+        await db.connection().execute(async (conn) => {
+          await writeCommit(conn, postgresCommitWriter, [charge(a.id, hash, 3n)]);
+          await writeCommit(conn, postgresCommitWriter, [charge(a.id, hash, 4n)]);
+          const prepared = await sql<{ name: string; statement: string }>`SELECT name, statement FROM pg_prepared_statements`.execute(conn);
+          const commits = prepared.rows.filter((r) => r.statement.includes('INSERT INTO generations'));
+          expect(commits).toHaveLength(1);
+          expect(commits[0]?.name).toMatch(/^tg_[0-9a-f]{24}$/);
+        });
+        expect((await ledger.getAccount(a.id))?.totalUsage).toBe(7n);
+      },
+    );
+
     it('splits key usage into UTC day, Monday week and calendar month', async () => {
       const a = await newAccount();
       const hash = `h-periods-${target.name}`;

@@ -1,8 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type PostgresPool } from 'kysely';
 import pg from 'pg';
+import { preparedStatementName } from './prepared-query.js';
 import type { Database } from './schema.js';
 
 /**
@@ -29,6 +30,32 @@ function withStatementCache(db: BetterSqlite3.Database): BetterSqlite3.Database 
     },
   });
 }
+
+/**
+ * A pg pool whose connections run the statements written once (preparedQuery) as named prepared
+ * statements: PostgreSQL parses and plans each once a connection instead of on every run (the group
+ * commit's planning cost more than its execution: ~1 ms of the ~1.7 ms a lone commit took here).
+ * Every other query is sent as it was. A pooler between the gateway and PostgreSQL must keep prepared
+ * statements per server connection (PgBouncer: session pooling, or `max_prepared_statements` ≥ 1 in
+ * transaction pooling, 1.21 and later).
+ */
+function withNamedStatements(pool: pg.Pool): PostgresPool {
+  return {
+    async connect() {
+      const client = await pool.connect();
+      return {
+        // Kysely passes SQL text and its parameters, or a cursor (streamed reads), which goes as it is.
+        query: ((text: string, values?: unknown[]) => {
+          const name = preparedStatementName(text);
+          return name ? client.query({ name, text, values }) : client.query(text, values);
+        }) as unknown as PostgresPoolClient['query'],
+        release: () => client.release(),
+      };
+    },
+    end: () => pool.end(),
+  };
+}
+type PostgresPoolClient = Awaited<ReturnType<PostgresPool['connect']>>;
 
 /**
  * How long the ledger waits on PostgreSQL (CONTRACT §8: nothing waits on it past 5 s). A read also has
@@ -79,5 +106,5 @@ export function openDatabase(url: string, options: { readOnly?: boolean } = {}):
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }) });
 }
