@@ -5,8 +5,11 @@ const POOL_SIZE = 4096;
 const ID_BYTES = 10;
 
 /**
- * Generation ids: `gen-` and the Unix second, then 80 random bits (unguessable, and unique across
- * processes), the random parts drawn a block at a time.
+ * Generation ids: `gen-` and the Unix second (as OpenRouter's), then the millisecond within it (three
+ * digits) and 80 random bits (unguessable, and unique across processes), the random parts drawn a
+ * block at a time. Ids made later sort after (to the millisecond), so that the ledger's index of them
+ * takes each commit's new ids on its last page or two instead of one page per id (random ids cost a
+ * SQLite commit of six charges ~15 % more, and more as the table grows).
  */
 export class GenerationIds {
   private readonly pool = Buffer.allocUnsafe(POOL_SIZE);
@@ -19,6 +22,7 @@ export class GenerationIds {
     }
     const part = this.pool.toString('base64url', this.offset, this.offset + ID_BYTES);
     this.offset += ID_BYTES;
-    return `gen-${Math.floor(nowMs / 1000)}-${part}`;
+    const ms = Math.floor(nowMs);
+    return `gen-${Math.floor(ms / 1000)}-${String(ms % 1000).padStart(3, '0')}${part}`;
   }
 }
