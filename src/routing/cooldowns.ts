@@ -7,8 +7,22 @@ import type { Clock } from '../clock.js';
  * that key; the platform key is one more credential.
  */
 export function cooldownKey(provider: string, upstreamModel: string, apiKey: string | undefined): string {
-  const credential = apiKey === undefined ? 'none' : hash('sha256', apiKey, 'base64url').slice(0, 22);
-  return `${provider}\u0000${upstreamModel}\u0000${credential}`;
+  return `${provider}\u0000${upstreamModel}\u0000${apiKey === undefined ? 'none' : credentialHash(apiKey)}`;
+}
+
+/** Credential hashes by key, kept for the keys in use (the configured ones, and BYOK keys while used). */
+const credentialHashes = new Map<string, string>();
+const MAX_CREDENTIAL_HASHES = 1000;
+
+/** The hash a cooldown names a credential by, worked out once a key (every call would otherwise hash it). */
+function credentialHash(apiKey: string): string {
+  let h = credentialHashes.get(apiKey);
+  if (h === undefined) {
+    h = hash('sha256', apiKey, 'base64url').slice(0, 22);
+    if (credentialHashes.size >= MAX_CREDENTIAL_HASHES) credentialHashes.clear();
+    credentialHashes.set(apiKey, h);
+  }
+  return h;
 }
 
 /** A cooldown that started (none was running for its endpoint and credential): for alerts. */
