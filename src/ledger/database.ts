@@ -57,6 +57,14 @@ function withNamedStatements(pool: pg.Pool): PostgresPool {
 }
 type PostgresPoolClient = Awaited<ReturnType<PostgresPool['connect']>>;
 
+/** The better-sqlite3 handle of each SQLite database openDatabase opened (the group commit runs on it: sqlite-commit-writer.ts). */
+const sqliteHandles = new WeakMap<Kysely<Database>, BetterSqlite3.Database>();
+
+/** The better-sqlite3 handle under `db`, when openDatabase opened it on SQLite. */
+export function sqliteHandleOf(db: Kysely<Database>): BetterSqlite3.Database | undefined {
+  return sqliteHandles.get(db);
+}
+
 /**
  * How long the ledger waits on PostgreSQL (CONTRACT §8: nothing waits on it past 5 s). A read also has
  * a deadline of its own in KyselyLedger, for a server that does not answer at all.
@@ -86,7 +94,9 @@ export function openDatabase(url: string, options: { readOnly?: boolean } = {}):
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.defaultSafeIntegers(true);
-    return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    sqliteHandles.set(db, sqlite);
+    return db;
   }
   const pool = new pg.Pool({
     connectionString: url,
