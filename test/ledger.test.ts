@@ -563,17 +563,7 @@ for (const target of databaseTargets) {
           const l = new KyselyLedger(lossy, { retryDelayMs: 60_000, onCommitted: (u) => reports.push(...u) });
           const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
           const hash = `h-lost-${target.name}`;
-          await l.createKey({
-            hash,
-            accountId: a.id,
-            name: 'k',
-            label: 'l',
-            limit: null,
-            limitReset: null,
-            includeByokInLimit: false,
-            expiresAt: null,
-            createdAt: T0,
-          });
+          await newKeyOn(l, a.id, hash);
           lost.left = 5;
           const charges = Array.from({ length: 3 }, () => charge(a.id, hash, 11n));
           const written = charges.map((c) => l.charge(c));
