@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// One client, one request at a time: what a lone request costs Tollgate (CPU µs) and how long it takes
+// (p50, p90, p99), against the same fake upstream, optionally beside another build (--baseline DIR, a
+// built checkout) in alternating rounds. A lone request is the common case of a gateway at low load; on
+// a VM whose CPUs idle between requests it costs several times what a request under load does (see
+// bench/README.md, 2026-11-25).
+//
+//   npm run build && node bench/lone-request.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
+//                                                [--baseline DIR] [--rounds 6] [--round-ms 1500]
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { installExitHandlers, onStopAll, startChild, stopAll } from './lib/children.mjs';
+import { bodyFor } from './lib/load.mjs';
+import { sharedStores } from './lib/stores.mjs';
+import { CLI, benchDir, startTollgate } from './lib/targets.mjs';
+
+const { values: opt } = parseArgs({
+  options: {
+    deployment: { type: 'string', default: 'sqlite' },
+    mode: { type: 'string', default: 'json' },
+    baseline: { type: 'string' },
+    rounds: { type: 'string', default: '6' },
+    'round-ms': { type: 'string', default: '1500' },
+    'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+    'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+  },
+});
+const die = (message) => {
+  process.stderr.write(`lone-request: ${message}\n`);
+  process.exit(2);
+};
+if (!['sqlite', 'postgres-redis'].includes(opt.deployment)) die('--deployment takes sqlite or postgres-redis');
+if (!['json', 'sse'].includes(opt.mode)) die('--mode takes json or sse');
+if (!existsSync(CLI)) die('dist/cli.js is missing: run `npm run build` first');
+const baseline = opt.baseline === undefined ? undefined : path.resolve(opt.baseline);
+if (baseline && !existsSync(path.join(baseline, 'dist', 'cli.js'))) die(`--baseline ${baseline}: no dist/cli.js there (a checkout, built)`);
+const ROUNDS = Number(opt.rounds);
+const ROUND_MS = Number(opt['round-ms']);
+if (!(ROUNDS >= 1 && ROUNDS <= 100) || !(ROUND_MS >= 100 && ROUND_MS <= 60_000)) die('--rounds 1..100, --round-ms 100..60000');
+
+installExitHandlers();
+const tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-lone-'));
+onStopAll(() => rmSync(tmp, { recursive: true, force: true }));
+try {
+  const { match: up } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], { ready: /listening (\d+)/ });
+  const upstreamUrl = `http://127.0.0.1:${up[1]}`;
+  const unused = new Pool('http://127.0.0.1:9', {}); // startTollgate's load pool: this script sends through its own
+  const targets = [];
+  for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
+    let store;
+    if (opt.deployment === 'postgres-redis') {
+      store = await sharedStores({ databaseUrl: opt['database-url'], redisUrl: opt['redis-url'] }, `lone${build ? '_baseline' : ''}`);
+      onStopAll(store.drop);
+    }
+    const t = await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool: unused, baseline: build });
+    targets.push({ t, pool: new Pool(t.base, { connections: 1 }), body: bodyFor(t.model, opt.mode), n: 0, cpuUs: 0, lat: [] });
+  }
+  const one = async (x) => {
+    const res = await x.pool.request({ method: 'POST', path: x.t.path, headers: x.t.headers, body: x.body });
+    await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`${x.t.label}: status ${res.statusCode}`);
+  };
+  for (const x of targets) for (let i = 0; i < 300; i++) await one(x); // warm-up
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const x of round % 2 === 0 ? targets : [...targets].reverse()) {
+      const c0 = (await x.t.cpu()).us;
+      const t0 = performance.now();
+      while (performance.now() - t0 < ROUND_MS) {
+        const s = performance.now();
+        await one(x);
+        x.lat.push(performance.now() - s);
+        x.n++;
+      }
+      x.cpuUs += (await x.t.cpu()).us - c0;
+    }
+  }
+  const at = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))].toFixed(2);
+  process.stdout.write(`lone requests, ${opt.mode}, ${opt.deployment}: ${ROUNDS} alternating rounds of ${ROUND_MS} ms per build\n`);
+  for (const x of targets) {
+    const l = x.lat.sort((a, b) => a - b);
+    process.stdout.write(
+      `${x.t.label.padEnd(36)} ${String(x.n).padStart(6)} requests  CPU ${(x.cpuUs / x.n).toFixed(0).padStart(6)} µs/req  p50 ${at(l, 0.5)} ms  p90 ${at(l, 0.9)} ms  p99 ${at(l, 0.99)} ms\n`,
+    );
+  }
+  for (const x of targets) await x.pool.close();
+  await unused.close();
+} finally {
+  await stopAll();
+}
