@@ -2,32 +2,15 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
-import type { Charge, NewKey } from '../src/ledger/ledger.js';
+import type { NewKey } from '../src/ledger/ledger.js';
 import { migrateToLatest } from '../src/ledger/migrations.js';
+import { chargeMaker } from './helpers/charges.js';
 import { databaseTargets, migrateUpTo } from './helpers/database.js';
 
 const T0 = Date.UTC(2026, 10, 18, 10);
 const MIN = 60_000;
 
-let seq = 0;
-const charge = (accountId: string, keyHash: string, cost: bigint): Charge => ({
-  id: `gen-life-${(seq += 1)}`,
-  accountId,
-  keyHash,
-  model: 'm',
-  provider: 'p',
-  tokensPrompt: 1,
-  tokensCompletion: 1,
-  totalCost: cost,
-  byokUsage: 0n,
-  isByok: false,
-  streamed: false,
-  cancelled: false,
-  finishReason: 'stop',
-  usageSource: 'upstream',
-  createdAt: T0,
-  latencyMs: 5,
-});
+const charge = chargeMaker('life', T0);
 
 const newKey = (accountId: string, hash: string, extra: Partial<NewKey> = {}): NewKey => ({
   hash,

@@ -7,40 +7,19 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
-import type { Charge, LedgerUpdate } from '../src/ledger/ledger.js';
+import type { LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest } from '../src/ledger/migrations.js';
 import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
 import { sqliteCommitWriter } from '../src/ledger/sqlite-commit-writer.js';
 import { writeCommit } from '../src/ledger/write-commit.js';
 import { creditsFromString, formatCredits } from '../src/ledger/money.js';
+import { chargeMaker } from './helpers/charges.js';
 import { databaseTargets } from './helpers/database.js';
 import type { Database } from '../src/ledger/schema.js';
 
 const T0 = Date.UTC(2026, 10, 18, 10); // Wednesday 18 Nov 2026
 
-let seq = 0;
-function charge(accountId: string, keyHash: string, cost: bigint, at = T0, extra: Partial<Charge> = {}): Charge {
-  seq += 1;
-  return {
-    id: `gen-test-${seq}`,
-    accountId,
-    keyHash,
-    model: 'm',
-    provider: 'p',
-    tokensPrompt: 1,
-    tokensCompletion: 1,
-    totalCost: cost,
-    byokUsage: 0n,
-    isByok: false,
-    streamed: false,
-    cancelled: false,
-    finishReason: 'stop',
-    usageSource: 'upstream',
-    createdAt: at,
-    latencyMs: 5,
-    ...extra,
-  };
-}
+const charge = chargeMaker('test', T0);
 
 /**
  * A dialect whose COMMIT lands and then fails, `lost.left` times: a COMMIT whose answer was lost (the
