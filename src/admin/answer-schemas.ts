@@ -113,8 +113,9 @@ export const keyInfoListSchema = z.object({ data: z.array(keyInfoSchema) });
 export const keyStatusAnswerSchema = z.object({ data: keyStatusSchema });
 
 /** A key with its secret, shown once: a new key, or a rotated one. */
-export const issuedKeyInfoSchema = z.object({ key: z.string().meta({ description: 'The secret (sk-tg-v1-…), shown only here' }), data: keyInfoSchema });
-export const issuedManagedKeySchema = z.object({ data: managedKeySchema, key: z.string().meta({ description: 'The secret (sk-tg-v1-…), shown only here' }) });
+const keySecretSchema = z.string().meta({ description: 'The secret (sk-tg-v1-…), shown only here' });
+export const issuedKeyInfoSchema = z.object({ key: keySecretSchema, data: keyInfoSchema });
+export const issuedManagedKeySchema = z.object({ data: managedKeySchema, key: keySecretSchema });
 
 /** `{deleted: true}`. */
 export const deletedSchema = z.object({ deleted: z.literal(true) });
