@@ -1,24 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CounterStore } from '../src/limits/counter-store.js';
-import { MemoryCounterStore } from '../src/limits/memory-counter-store.js';
-import { RedisCounterStore } from '../src/limits/redis-counter-store.js';
-import { redisTarget, redisUrl } from './helpers/redis.js';
+import { counterStores } from './helpers/counter-stores.js';
 
 // One suite for every counter store implementation (as kysely runs its suite per dialect).
-const stores: Array<[string, () => Promise<{ store: CounterStore; close(): Promise<void> }>]> = [
-  ['memory', async () => ({ store: new MemoryCounterStore(), close: async () => undefined })],
-];
-if (redisUrl) {
-  stores.push([
-    'redis',
-    async () => {
-      const t = await redisTarget();
-      return { store: new RedisCounterStore(t.client, { prefix: t.prefix }), close: () => t.close() };
-    },
-  ]);
-}
-
-for (const [name, make] of stores) {
+for (const [name, make] of counterStores) {
   describe(`counter store: ${name}`, () => {
     const T = 1_000_000_000;
     let cleanup: (() => Promise<void>) | undefined;

@@ -4,22 +4,7 @@ import { ManualClock } from '../src/clock.js';
 import { GatewayError } from '../src/errors.js';
 import type { CounterStore } from '../src/limits/counter-store.js';
 import { limitsUnavailable } from '../src/limits/limits-unavailable.js';
-import { MemoryCounterStore } from '../src/limits/memory-counter-store.js';
-import { RedisCounterStore } from '../src/limits/redis-counter-store.js';
-import { redisTarget, redisUrl } from './helpers/redis.js';
-
-const stores: Array<[string, () => Promise<{ store: CounterStore; close(): Promise<void> }>]> = [
-  ['memory', async () => ({ store: new MemoryCounterStore(), close: async () => undefined })],
-];
-if (redisUrl) {
-  stores.push([
-    'redis',
-    async () => {
-      const t = await redisTarget();
-      return { store: new RedisCounterStore(t.client, { prefix: t.prefix }), close: () => t.close() };
-    },
-  ]);
-}
+import { counterStores } from './helpers/counter-stores.js';
 
 const T = Date.UTC(2026, 10, 18, 9, 0, 0, 100);
 const status = (p: Promise<void>) =>
@@ -41,7 +26,7 @@ function watched(inner: CounterStore) {
   return { store, seen };
 }
 
-for (const [name, make] of stores) {
+for (const [name, make] of counterStores) {
   describe(`DDoS guard on the ${name} counter store`, () => {
     it('counts an address here and sends its count in batches: no round trip a request, exact in one process', async () => {
       const made = await make();
