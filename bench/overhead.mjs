@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
-import { fmt, median, percentile, printRows, sortedLatencies, summarizeProfile } from './lib/report.mjs';
+import { fmt, median, percentile, printMarkdown, printRows, sortedLatencies, summarizeProfile } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
 import { CLI, PORTKEY, benchDir, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
@@ -225,12 +225,7 @@ function printTable(results, markdown) {
     }
   }
   printRows(rows);
-  if (markdown) {
-    process.stdout.write('\n');
-    const md = (r) => `| ${r.join(' | ')} |\n`;
-    process.stdout.write(md(head) + md(head.map(() => '---')));
-    for (const r of rows.slice(1)) process.stdout.write(md(r));
-  }
+  if (markdown) printMarkdown(rows);
 }
 
 function printLatency(latency, markdown) {
@@ -266,12 +261,7 @@ function printLatency(latency, markdown) {
     ]);
   }
   printRows(rows);
-  if (markdown) {
-    process.stdout.write('\n');
-    const md = (r) => `| ${r.join(' | ')} |\n`;
-    process.stdout.write(md(head) + md(head.map(() => '---')));
-    for (const r of rows.slice(1)) process.stdout.write(md(r));
-  }
+  if (markdown) printMarkdown(rows);
 }
 
 async function main() {

@@ -30,6 +30,13 @@ export function printRows(rows, left = 2, out = process.stdout) {
   }
 }
 
+/** Prints rows (the first is the header) as a Markdown table, after a blank line. */
+export function printMarkdown(rows, out = process.stdout) {
+  const md = (r) => `| ${r.join(' | ')} |\n`;
+  out.write('\n' + md(rows[0]) + md(rows[0].map(() => '---')));
+  for (const r of rows.slice(1)) out.write(md(r));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Profile summary (--profile): the top self-time functions of Tollgate's .cpuprofile.
 

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Pool } from 'undici';
 import { onStopAll, probe, startChild, stopAll, stopChild } from './children.mjs';
 import { bodyFor, checkAnswer } from './load.mjs';
-import { fmt, printRows } from './report.mjs';
+import { fmt, printMarkdown, printRows } from './report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './stores.mjs';
 import { benchDir, root, startTollgate } from './targets.mjs';
 
@@ -107,11 +107,7 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
     ];
     printRows(summary);
     if (markdown) {
-      process.stdout.write('\n');
-      for (const [i, r] of summary.entries()) {
-        process.stdout.write(`| ${r.join(' | ')} |\n`);
-        if (i === 0) process.stdout.write(`| ${r.map(() => '---').join(' | ')} |\n`);
-      }
+      printMarkdown(summary);
       process.stdout.write('\n');
     }
     for (const r of reports) process.stdout.write(`ledger check (soak, ${r.label}): ${r.ledger.text} ${r.ledger.ok ? 'OK' : 'MISMATCH'}\n`);
