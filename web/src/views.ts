@@ -1,7 +1,7 @@
 /** The API's answers, as far as the dashboard reads them. */
 
-export interface KeyStatus {
-  label: string;
+/** A key's limit and usage, as GET /api/v1/key and the key listings all give them. */
+export interface KeyLimitAndUsage {
   limit: number | null;
   limit_reset: string | null;
   limit_remaining: number | null;
@@ -9,6 +9,10 @@ export interface KeyStatus {
   usage_daily: number;
   usage_weekly: number;
   usage_monthly: number;
+}
+
+export interface KeyStatus extends KeyLimitAndUsage {
+  label: string;
   byok_usage: number;
   is_free_tier: boolean;
   free_model_daily_requests: { used: number; limit: number; remaining: number };
@@ -46,18 +50,11 @@ export interface KeyActivityRow {
 }
 
 /** A key as the management API (Key) and the admin API (KeyInfo) both give it. */
-export interface KeyRow {
+export interface KeyRow extends KeyLimitAndUsage {
   hash: string;
   name: string;
   label: string;
   disabled: boolean;
-  limit: number | null;
-  limit_reset: string | null;
-  limit_remaining: number | null;
-  usage: number;
-  usage_daily: number;
-  usage_weekly: number;
-  usage_monthly: number;
   expires_at: string | null;
   created_at: string;
   management?: boolean;
