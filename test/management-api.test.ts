@@ -3,19 +3,11 @@ import * as errors from '@openrouter/sdk/models/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { caught } from './helpers/caught.js';
 
 // The official @openrouter/sdk drives the management API (CONTRACT §9) exactly as an account owner
 // would: every answer goes through the SDK's own response schemas, so a field missing or of the wrong
 // type makes the call throw.
-
-async function caught(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to fail');
-}
 
 const messages = [{ role: 'user' as const, content: 'hello' }];
 const HOUR = 3_600_000;

@@ -2,16 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-
-/** What a caller gets back from the official client when it expects a failure. */
-async function caught(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to fail');
-}
+import { caught } from './helpers/caught.js';
 
 const request = { model: 'demo/echo', messages: [{ role: 'user' as const, content: 'ping from the openai client' }] };
 

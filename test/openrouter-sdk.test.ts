@@ -5,19 +5,10 @@ import type { SendChatCompletionRequestResponse } from '@openrouter/sdk/models/o
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { fixtureChunks, fixtureJson, ScriptedUpstream } from './helpers/scripted-upstream.js';
+import { caught } from './helpers/caught.js';
 
 // Every call below goes through the SDK's own response schemas: a field the gateway leaves out or
 // sends with the wrong type makes the call throw ResponseValidationError (or a ZodError mid-stream).
-
-/** What a caller gets back from the SDK when it expects a failure. */
-async function caught(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to fail');
-}
 
 function wholeAnswer(res: SendChatCompletionRequestResponse): ChatResult {
   if (res instanceof ReadableStream) throw new Error('expected a whole answer, got a stream');
