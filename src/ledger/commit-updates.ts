@@ -1,6 +1,5 @@
 import type { AccountSnapshot, Charge, LedgerUpdate, PeriodUsage } from './ledger.js';
-
-const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
+import { big } from './rows.js';
 
 /**
  * What one group commit says of each account it charged: the account as the commit left it, the

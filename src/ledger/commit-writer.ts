@@ -2,6 +2,9 @@ import type { Kysely } from 'kysely';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Database } from './schema.js';
 
+/** Text in the order rows are locked in (code units, as the ids and names compare in JavaScript). */
+export const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /** A key's usage row as a statement left it (integers as the driver answers them). */
 export interface KeyUsageRow {
   key_hash: string;

@@ -4,8 +4,7 @@ import type { AccountSnapshot, Charge } from './ledger.js';
 import { periodKeys } from './periods.js';
 import { preparedQuery } from './prepared-query.js';
 import type { Database } from './schema.js';
-
-const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
+import { big } from './rows.js';
 
 /** The generations table's column types, in GENERATION_COLUMNS order. */
 const GENERATION_TYPES: Record<(typeof GENERATION_COLUMNS)[number], string> = {

@@ -1,4 +1,5 @@
 import type { Charge } from './ledger.js';
+import { byText } from './commit-writer.js';
 
 const HOUR_MS = 3_600_000;
 /** What a commit adds to one hourly rollup row. */
@@ -14,8 +15,6 @@ export interface RollupDelta {
   promptTokens: number;
   completionTokens: number;
 }
-
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * What the charges recorded now (`inserted`; an already recorded one adds nothing) add to the hourly

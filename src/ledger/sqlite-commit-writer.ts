@@ -1,15 +1,13 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import { GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
+import { byText, GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import { sqliteHandleOf } from './database.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Nano } from './money.js';
 import { periodKeys } from './periods.js';
 import { rollupDeltas } from './spend-rollups.js';
 import type { Database } from './schema.js';
-
-const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+import { big } from './rows.js';
 
 const INSERT_GENERATION = `INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) VALUES (${GENERATION_COLUMNS.map(() => '?').join(', ')})
    ON CONFLICT (id) DO NOTHING RETURNING id`;

@@ -1,11 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { CommitWriter, KeyUsageRow } from './commit-writer.js';
+import { byText, type CommitWriter, type KeyUsageRow } from './commit-writer.js';
 import { commitUpdates } from './commit-updates.js';
 import type { AccountSnapshot, Charge, LedgerUpdate } from './ledger.js';
 import type { Database } from './schema.js';
-
-const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+import { big } from './rows.js';
 
 /**
  * One group commit: `writer` writes the charges (see CommitWriter for what and in which order), and the
