@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Database } from './schema.js';
+import { flag } from './rows.js';
 
 /** Text in the order rows are locked in (code units, as the ids and names compare in JavaScript). */
 export const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -57,8 +58,6 @@ export const GENERATION_COLUMNS = [
   'created_at',
   'latency_ms',
 ] as const;
-
-const flag = (b: boolean): number => (b ? 1 : 0);
 
 /** A charge's generation row, as values in GENERATION_COLUMNS order (money as bigint, never a float). */
 export function generationValues(c: Charge): unknown[] {

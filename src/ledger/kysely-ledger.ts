@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { CommitWriter } from './commit-writer.js';
 import { listAccounts, listGenerations, spend } from './report-queries.js';
-import { big, bool, num, toAccount, toGeneration } from './rows.js';
+import { big, bool, flag, num, toAccount, toGeneration } from './rows.js';
 import type {
   Account,
   AccountQuery,
@@ -31,8 +31,6 @@ import { postgresCommitWriter } from './postgres-commit-writer.js';
 import { sqliteCommitWriter } from './sqlite-commit-writer.js';
 import type { ApiKeysTable, Database } from './schema.js';
 import { writeCommit } from './write-commit.js';
-
-const flag = (b: boolean): number => (b ? 1 : 0);
 
 function toKey(row: ApiKeysTable, secrets: readonly KeySecret[]): KeyRecord {
   return {

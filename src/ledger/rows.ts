@@ -6,6 +6,8 @@ import type { AccountsTable, GenerationsTable } from './schema.js';
 export const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(String(v)));
 export const num = (v: unknown): number => Number(v);
 export const bool = (v: unknown): boolean => Number(v) !== 0;
+/** A boolean as the ledger stores it (an integer column, 0 or 1). */
+export const flag = (b: boolean): number => (b ? 1 : 0);
 
 export function toAccount(row: Selectable<AccountsTable>): Account {
   return {
