@@ -342,6 +342,40 @@ for (const target of databaseTargets) {
       await paced.flush();
     });
 
+    it('issue 9: while each event-loop turn brings more charges, a commit waits for them, a few turns at most; a lone charge goes at the end of its turn', async () => {
+      const a = await newAccount();
+      const hash = `h-gather-${target.name}`;
+      await newKey(a.id, hash);
+      const commits: string[][] = [];
+      const gathering = new KyselyLedger(db, { commitIntervalMs: 0, onCommitted: (u) => commits.push(u.flatMap((x) => [...(x.committed ?? [])])) });
+      const turn = () => new Promise((resolve) => setImmediate(resolve));
+      const c = Array.from({ length: 14 }, () => charge(a.id, hash, 1n));
+      await gathering.charge(c[0]!); // alone in its turn: written then
+      expect(commits).toEqual([[c[0]!.id]]);
+      // Requests ending together: two in one turn, one more the turn after: one commit.
+      const burst = [gathering.charge(c[1]!), gathering.charge(c[2]!)];
+      await turn();
+      burst.push(gathering.charge(c[3]!));
+      await Promise.all(burst);
+      expect(commits.slice(1).map((ids) => ids.sort())).toEqual([[c[1]!.id, c[2]!.id, c[3]!.id].sort()]);
+      // A charge every turn without end does not hold the commit back without end.
+      commits.length = 0;
+      const steady: Array<Promise<void>> = [];
+      for (const ch of c.slice(4)) {
+        steady.push(gathering.charge(ch));
+        await turn();
+      }
+      await Promise.all(steady);
+      expect(commits.length).toBeGreaterThan(1);
+      expect(commits.flat().sort()).toEqual(
+        c
+          .slice(4)
+          .map((ch) => ch.id)
+          .sort(),
+      );
+      await gathering.flush();
+    });
+
     it('sets aside a charge the database refuses, without holding back the others', async () => {
       const a = await newAccount();
       const hash = `h-poison-${target.name}`;
