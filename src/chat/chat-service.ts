@@ -12,6 +12,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
 import { finishReasonOf } from '../providers/stream-event.js';
+import { answerText } from '../providers/delivered-text.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Cooldowns } from '../routing/cooldowns.js';
@@ -19,7 +20,7 @@ import { planAttempts, requestedModels, type Attempt } from '../routing/plan.js'
 import { route, type Routed } from '../routing/route.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
-import { answerText, chunkHead, deliveredText, errorChunk, normalizeAnswerText, relayedChunkText, usageBody, usageChunk, type Served } from './normalize.js';
+import { chunkHead, errorChunk, normalizeAnswerText, relayedChunkText, usageBody, usageChunk, type Served } from './normalize.js';
 import { hasDuplicateKeys, objectMembers, spliceObject } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { billedUsage, type BilledUsage } from './billed-usage.js';
@@ -302,13 +303,13 @@ export class ChatService {
       for await (const batch of routed.answer.events) {
         let out = '';
         for (const event of batch) {
-          if (event.usage) {
+          if (event.usage && event.chunk) {
             upstreamUsage = event.usage;
             upstreamUsageRaw = event.chunk.usage ?? (event.chunk.x_groq as Chunk | undefined)?.usage;
           }
           const text = relayedChunkText(event, served, head);
           if (text === undefined) continue;
-          delivered += deliveredText(event.chunk);
+          delivered += event.delivered;
           finish = event.finishReason ?? finish;
           out += `data: ${text}\n\n`;
         }

@@ -113,9 +113,11 @@ const CHUNK_REPLACED = new Set(['id', 'object', 'created', 'model', 'provider', 
 /**
  * The text of `normalizeChunk(event.chunk, served)`, or undefined when nothing is left to relay. A
  * chunk whose choices need no change (the usual case) is spliced: `head` (chunkHead) replaces the
- * upstream's own fields, the rest goes out as the upstream wrote it.
+ * upstream's own fields, the rest goes out as the upstream wrote it; a plain chunk was split so by
+ * its reader (plain-chunk.ts).
  */
 export function relayedChunkText(event: StreamEvent, served: Served, head: string): string | undefined {
+  if (event.plain !== undefined) return `{${head},${event.plain}}`;
   const { chunk, text } = event;
   const choices = chunk.choices;
   if (Array.isArray(choices) && choices.length > 0 && choicesClean(choices, 'delta')) {
@@ -176,59 +178,4 @@ export function errorChunk(served: Served, code: number, message: string, metada
     error: metadata ? { code, message, metadata } : { code, message },
     choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }],
   };
-}
-
-/** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
-export function deliveredText(chunk: Obj): string {
-  let text = '';
-  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-  for (const c of choices) {
-    const delta = isObj(c) && isObj(c.delta) ? c.delta : undefined;
-    if (!delta) continue;
-    if (typeof delta.content === 'string') text += delta.content;
-    text += reasoningText(delta);
-    if (Array.isArray(delta.tool_calls)) text += JSON.stringify(delta.tool_calls);
-    if (isObj(delta.function_call)) text += JSON.stringify(delta.function_call);
-  }
-  return text;
-}
-
-/**
- * The reasoning text of a message or delta. Providers name it `reasoning_content` (DeepSeek, vLLM),
- * `reasoning` (OpenRouter, Groq, vLLM) or `reasoning_details` entries (OpenRouter: `text`, `summary`;
- * encrypted entries carry nothing countable), and some send the same text under two of these names:
- * the longest of them is the reasoning, counted once.
- */
-function reasoningText(m: Obj): string {
-  let details = '';
-  if (Array.isArray(m.reasoning_details)) {
-    for (const d of m.reasoning_details) {
-      if (!isObj(d)) continue;
-      if (typeof d.text === 'string') details += d.text;
-      if (typeof d.summary === 'string') details += d.summary;
-    }
-  }
-  let longest = details;
-  for (const v of [m.reasoning, m.reasoning_content]) if (typeof v === 'string' && v.length > longest.length) longest = v;
-  return longest;
-}
-
-/**
- * Text a whole answer delivered, for counting when no usage came: content, reasoning (`reasoning`,
- * `reasoning_content`, `reasoning_details`) and tool calls, as a stream of the same answer would
- * deliver it. "Without usage from the upstream, the delivered count includes reasoning text, streamed
- * or not" (CONTRACT §7).
- */
-export function answerText(body: Chunk): string {
-  const choices = Array.isArray(body.choices) ? body.choices : [];
-  let text = '';
-  for (const c of choices) {
-    const m = isObj(c) && isObj(c.message) ? c.message : undefined;
-    if (!m) continue;
-    if (typeof m.content === 'string') text += m.content;
-    text += reasoningText(m);
-    if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
-    if (isObj(m.function_call)) text += JSON.stringify(m.function_call);
-  }
-  return text;
 }

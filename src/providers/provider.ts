@@ -58,22 +58,39 @@ export interface JsonAnswer {
   usage: TokenUsage | undefined;
 }
 
-/**
- * One event of a streamed answer: the chunk's JSON text as the upstream sent it, so that the gateway
- * can relay it by splicing rather than rebuilding it, with what the gateway needs from it read out.
- */
-export interface StreamEvent {
+interface StreamEventBase {
   /** The chunk's JSON text, unchanged. */
   text: string;
-  /** The same, parsed. */
-  chunk: Chunk;
   /** Token counts, when this chunk carries the upstream's usage. */
   usage: TokenUsage | undefined;
   /** The first choice's finish reason, when this chunk carries one. */
   finishReason: string | undefined;
   /** Whether the chunk carries output: text, reasoning, a tool call or a finish reason. */
   output: boolean;
+  /** The text it delivered (content, reasoning, tool calls): what is counted when no usage comes or a stream is cut short. */
+  delivered: string;
 }
+
+/** A chunk that was parsed, because the gateway must read more of it or may have to change it. */
+export interface ParsedStreamEvent extends StreamEventBase {
+  chunk: Chunk;
+  plain?: undefined;
+}
+
+/**
+ * A plain chunk (plain-chunk.ts): a few words of text and nothing the gateway must change but its own
+ * fields, read without being parsed. `plain` is its members after the upstream's own fields, as written.
+ */
+export interface PlainStreamEvent extends StreamEventBase {
+  chunk?: undefined;
+  plain: string;
+}
+
+/**
+ * One event of a streamed answer: the chunk's JSON text as the upstream sent it, so that the gateway
+ * can relay it by splicing rather than rebuilding it, with what the gateway needs from it read out.
+ */
+export type StreamEvent = ParsedStreamEvent | PlainStreamEvent;
 
 /**
  * A streamed answer: its events in batches, one batch for what one read from the upstream brought

@@ -1,4 +1,6 @@
-import type { Chunk, StreamEvent } from './provider.js';
+import { deliveredText } from './delivered-text.js';
+import { plainChunk } from './plain-chunk.js';
+import type { Chunk, ParsedStreamEvent, PlainStreamEvent } from './provider.js';
 import { usageOf } from './usage.js';
 
 type Obj = Record<string, unknown>;
@@ -22,7 +24,20 @@ export function finishReasonOf(choices: unknown): string | undefined {
   return first && typeof first === 'object' && typeof first.finish_reason === 'string' ? first.finish_reason : undefined;
 }
 
-/** One stream event: the chunk's text and what the gateway reads from it. */
-export function streamEvent(text: string, chunk: Chunk): StreamEvent {
-  return { text, chunk, usage: usageOf(chunk), finishReason: finishReasonOf(chunk.choices), output: carriesOutput(chunk.choices) };
+/** One stream event of a parsed chunk: the chunk's text and what the gateway reads from it. */
+export function streamEvent(text: string, chunk: Chunk): ParsedStreamEvent {
+  return {
+    text,
+    chunk,
+    usage: usageOf(chunk),
+    finishReason: finishReasonOf(chunk.choices),
+    output: carriesOutput(chunk.choices),
+    delivered: deliveredText(chunk),
+  };
+}
+
+/** The event of a plain chunk (plain-chunk.ts), read without parsing it; undefined when the chunk must be parsed. */
+export function plainStreamEvent(text: string): PlainStreamEvent | undefined {
+  const plain = plainChunk(text);
+  return plain && { text, plain: plain.members, usage: undefined, finishReason: undefined, output: plain.output, delivered: plain.delivered };
 }

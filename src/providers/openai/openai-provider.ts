@@ -3,7 +3,7 @@ import { callTimeout, type CallTimeout } from '../../call-timeout.js';
 import type { Clock } from '../../clock.js';
 import { usageOf } from '../usage.js';
 import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type ProviderFailure, type StreamEvent } from '../provider.js';
-import { streamEvent } from '../stream-event.js';
+import { plainStreamEvent, streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
 import { sseBatches } from './sse-batches.js';
 import { describeUpstreamError, redactSecrets } from './upstream-error.js';
@@ -155,6 +155,8 @@ export class OpenAiProvider implements ProviderAdapter {
 
   /** One event's data: a chunk, or the upstream's mid-stream error (thrown as a ProviderError). */
   private event(data: string, sentKey: string | undefined): StreamEvent {
+    const plain = plainStreamEvent(data);
+    if (plain) return plain;
     let chunk: Chunk;
     try {
       chunk = JSON.parse(data) as Chunk;

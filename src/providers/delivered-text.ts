@@ -1,0 +1,59 @@
+import type { Chunk } from './provider.js';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
+export function deliveredText(chunk: Chunk): string {
+  let text = '';
+  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+  for (const c of choices) {
+    const delta = isObj(c) && isObj(c.delta) ? c.delta : undefined;
+    if (!delta) continue;
+    if (typeof delta.content === 'string') text += delta.content;
+    text += reasoningText(delta);
+    if (Array.isArray(delta.tool_calls)) text += JSON.stringify(delta.tool_calls);
+    if (isObj(delta.function_call)) text += JSON.stringify(delta.function_call);
+  }
+  return text;
+}
+
+/**
+ * The reasoning text of a message or delta. Providers name it `reasoning_content` (DeepSeek, vLLM),
+ * `reasoning` (OpenRouter, Groq, vLLM) or `reasoning_details` entries (OpenRouter: `text`, `summary`;
+ * encrypted entries carry nothing countable), and some send the same text under two of these names:
+ * the longest of them is the reasoning, counted once.
+ */
+function reasoningText(m: Obj): string {
+  let details = '';
+  if (Array.isArray(m.reasoning_details)) {
+    for (const d of m.reasoning_details) {
+      if (!isObj(d)) continue;
+      if (typeof d.text === 'string') details += d.text;
+      if (typeof d.summary === 'string') details += d.summary;
+    }
+  }
+  let longest = details;
+  for (const v of [m.reasoning, m.reasoning_content]) if (typeof v === 'string' && v.length > longest.length) longest = v;
+  return longest;
+}
+
+/**
+ * Text a whole answer delivered, for counting when no usage came: content, reasoning (`reasoning`,
+ * `reasoning_content`, `reasoning_details`) and tool calls, as a stream of the same answer would
+ * deliver it. "Without usage from the upstream, the delivered count includes reasoning text, streamed
+ * or not" (CONTRACT §7).
+ */
+export function answerText(body: Chunk): string {
+  const choices = Array.isArray(body.choices) ? body.choices : [];
+  let text = '';
+  for (const c of choices) {
+    const m = isObj(c) && isObj(c.message) ? c.message : undefined;
+    if (!m) continue;
+    if (typeof m.content === 'string') text += m.content;
+    text += reasoningText(m);
+    if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
+    if (isObj(m.function_call)) text += JSON.stringify(m.function_call);
+  }
+  return text;
+}

@@ -1,0 +1,75 @@
+/**
+ * Most chunks of a streamed answer carry a few words of text and nothing else the gateway must read
+ * or change: one choice whose delta holds content or reasoning, no finish reason, no usage, no error.
+ * Such a chunk is recognised here by one regular expression over its text, compiled once by V8 to
+ * native code, instead of being parsed, normalised and spliced member by member: the expression
+ * admits only valid JSON of that shape (every string checked for escapes and control characters), so
+ * what it accepts is relayed as it was sent, behind the gateway's own fields. Anything else (a finish
+ * reason, usage, an error, tool calls, another field, other spacing or order) is parsed as before.
+ */
+export interface PlainChunk {
+  /**
+   * The chunk's members other than the upstream's own id, object, created, model and usage (null) and
+   * a null system_fingerprint, as written, separated by commas: what follows the gateway's own
+   * fields in the relayed chunk.
+   */
+  members: string;
+  /** The text the chunk delivers: its content, then its reasoning (the longer of its two names). */
+  delivered: string;
+  /** Whether it carries output (non-empty content or reasoning). */
+  output: boolean;
+}
+
+const STR = String.raw`"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`;
+const NUM = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
+const STR_OR_NULL = `(?:${STR}|null)`;
+const DELTA_MEMBER = `(?:"role":"assistant"|"(?:content|reasoning|reasoning_content)":${STR_OR_NULL}|"refusal":null)`;
+const DELTA = String.raw`\{(?:${DELTA_MEMBER}(?:,${DELTA_MEMBER})*)?\}`;
+const CHOICE = String.raw`\{"index":(?:0|[1-9]\d*),"delta":${DELTA}(?:,"logprobs":null)?,"finish_reason":null(?:,"logprobs":null)?\}`;
+const FINGERPRINT = `,"system_fingerprint":${STR_OR_NULL}`;
+
+/**
+ * The members in the order OpenAI-compatible upstreams write them (OpenAI, DeepSeek, Groq, Mistral):
+ * the upstream's own fields, the optional service tier and fingerprint, the choices, then optionally
+ * usage (null), a fingerprint written after the choices, and OpenAI's obfuscation padding. Groups: 1
+ * service tier, 2 fingerprint before, 3 choices, 4 fingerprint after, 5 obfuscation.
+ */
+const PLAIN = new RegExp(
+  String.raw`^\{"id":${STR},"object":"chat\.completion\.chunk","created":${NUM},"model":${STR}` +
+    `((?:,"service_tier":${STR_OR_NULL})?)(${FINGERPRINT})?,("choices":\\[${CHOICE}\\])(?:,"usage":null)?(${FINGERPRINT})?((?:,"obfuscation":${STR})?)\\}$`,
+);
+
+/** The text members of a plain delta, each value as written (a string with its escapes, or null). */
+const DELTA_TEXT = new RegExp(`"(content|reasoning|reasoning_content)":(${STR_OR_NULL})`, 'g');
+
+const FINGERPRINT_NULL = ',"system_fingerprint":null';
+
+/** A JSON string literal's value (parsed only when it has escapes). */
+function stringValue(literal: string): string {
+  return literal.includes('\\') ? (JSON.parse(literal) as string) : literal.slice(1, -1);
+}
+
+/** The chunk's text read as a plain chunk, or undefined when it is not one (then it must be parsed). */
+export function plainChunk(text: string): PlainChunk | undefined {
+  const m = PLAIN.exec(text);
+  if (!m) return undefined;
+  const [, tier = '', before, choices = '', after, obfuscation = ''] = m;
+  // A fingerprint written twice is left to the parser (JSON.parse keeps the last of two keys).
+  if (before !== undefined && after !== undefined) return undefined;
+  const fingerprint = before ?? after;
+  const keptFingerprint = fingerprint === undefined || fingerprint === FINGERPRINT_NULL ? '' : fingerprint;
+  // In the order written: tier and a fingerprint before the choices, or the choices and a fingerprint after.
+  const members = (before !== undefined ? `${tier}${keptFingerprint},${choices}` : `${tier},${choices}${keptFingerprint}`) + obfuscation;
+  // As JSON.parse would read the delta: the last of a key written twice.
+  let content = '';
+  let reasoning = '';
+  let reasoningContent = '';
+  for (const [, key, literal = 'null'] of choices.matchAll(DELTA_TEXT)) {
+    const value = literal === 'null' ? '' : stringValue(literal);
+    if (key === 'content') content = value;
+    else if (key === 'reasoning') reasoning = value;
+    else reasoningContent = value;
+  }
+  const longest = reasoningContent.length > reasoning.length ? reasoningContent : reasoning;
+  return { members: members.startsWith(',') ? members.slice(1) : members, delivered: content + longest, output: content.length + longest.length > 0 };
+}

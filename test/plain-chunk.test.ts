@@ -1,0 +1,130 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { chunkHead, relayedChunkText } from '../src/chat/normalize.js';
+import { plainChunk } from '../src/providers/plain-chunk.js';
+import { plainStreamEvent, streamEvent } from '../src/providers/stream-event.js';
+
+// Issue 9: most stream chunks are relayed without being parsed. What matters is that a chunk read that
+// way goes out exactly as the parsing path would have sent it, is counted the same, and that
+// anything the gateway must read or change is never taken for plain.
+
+const FIXTURES = join(import.meta.dirname, 'fixtures', 'upstream');
+const served = { id: 'gen-1-001AAAAAAAAAAAAAA', model: 'vendor/model', provider: 'vendor', created: 1_700_000_000 };
+const head = chunkHead(served);
+
+/** What the parsing path makes of a chunk's text. */
+function parsed(text: string) {
+  const event = streamEvent(text, JSON.parse(text) as Record<string, unknown>);
+  return { relayed: relayedChunkText(event, served, head), delivered: event.delivered, output: event.output, usage: event.usage, finish: event.finishReason };
+}
+
+function fixtureChunks(): Array<[string, string[]]> {
+  return readdirSync(FIXTURES)
+    .filter((f) => f.endsWith('.chunks.txt'))
+    .map((f) => [
+      f,
+      readFileSync(join(FIXTURES, f), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim().startsWith('{')),
+    ]);
+}
+
+describe('plain chunks (relayed without parsing)', () => {
+  it.each(fixtureChunks())('%s: every chunk read as plain is relayed and counted exactly as the parsing path would', (_name, lines) => {
+    for (const text of lines) {
+      const plain = plainStreamEvent(text);
+      if (!plain) continue;
+      const slow = parsed(text);
+      expect(relayedChunkText(plain, served, head)).toBe(slow.relayed);
+      expect(JSON.parse(relayedChunkText(plain, served, head) as string)).toEqual(JSON.parse(slow.relayed as string));
+      expect(plain.delivered).toBe(slow.delivered);
+      expect(plain.output).toBe(slow.output);
+      expect(slow.usage).toBeUndefined();
+      expect(slow.finish).toBeUndefined();
+    }
+  });
+
+  it('reads the text chunks of OpenAI, DeepSeek, Groq and Mistral as plain, and their finish and usage chunks as not', () => {
+    const byFile = new Map(fixtureChunks());
+    for (const file of [
+      'openai-text.chunks.txt',
+      'deepseek-text.chunks.txt',
+      'deepseek-reasoning.chunks.txt',
+      'groq-text.chunks.txt',
+      'mistral-text.chunks.txt',
+    ]) {
+      const lines = byFile.get(file) ?? [];
+      const plain = lines.filter((l) => plainChunk(l) !== undefined);
+      // Every chunk but those that carry a finish reason, usage or the provider's extras.
+      const mustParse = lines.filter((l) => {
+        const s = parsed(l);
+        return s.finish !== undefined || s.usage !== undefined || l.includes('"x_groq"');
+      });
+      expect(plain.length, file).toBe(lines.length - mustParse.length);
+      expect(plain.length, file).toBeGreaterThan(5);
+    }
+  });
+
+  const base = '"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"';
+  const delta = (d: string, rest = '') => `{${base},"choices":[{"index":0,"delta":${d},"finish_reason":null}]${rest}}`;
+
+  it('reads escapes in the text as JSON does', () => {
+    const text = delta(String.raw`{"content":"a \"quoted\" word\n\u00e9\\"}`);
+    expect(plainChunk(text)?.delivered).toBe('a "quoted" word\né\\');
+    expect(relayedChunkText(plainStreamEvent(text)!, served, head)).toBe(parsed(text).relayed);
+  });
+
+  it('takes the longer reasoning of two names once, after the content, as the parser-based count does', () => {
+    const text = delta('{"content":"x","reasoning":"abc","reasoning_content":"ab"}');
+    expect(plainChunk(text)).toMatchObject({ delivered: 'xabc', output: true });
+    expect(plainChunk(text)?.delivered).toBe(parsed(text).delivered);
+    const empty = delta('{"role":"assistant","content":"","refusal":null}');
+    expect(plainChunk(empty)).toMatchObject({ delivered: '', output: false });
+    const nulls = delta('{"content":null,"reasoning_content":"r"}');
+    expect(plainChunk(nulls)).toMatchObject({ delivered: 'r', output: true });
+  });
+
+  it('keeps a fingerprint that is a string, where it was, and drops a null one', () => {
+    const before = `{${base},"service_tier":"default","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"xyz"}`;
+    expect(plainChunk(before)?.members).toBe(
+      '"service_tier":"default","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}],"obfuscation":"xyz"',
+    );
+    const after = `{${base},"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"system_fingerprint":"fp_2"}`;
+    const nullPrint = `{${base},"system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`;
+    for (const text of [before, after, nullPrint]) expect(relayedChunkText(plainStreamEvent(text)!, served, head)).toBe(parsed(text).relayed);
+    expect(relayedChunkText(plainStreamEvent(nullPrint)!, served, head)).not.toContain('system_fingerprint');
+  });
+
+  it.each([
+    ['a finish reason', `{${base},"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`],
+    ['usage', `{${base},"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`],
+    ['an error', `{${base},"error":{"message":"boom"},"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`],
+    ['tool calls', delta('{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}')],
+    ['a null field the gateway drops', delta('{"content":"a","tool_calls":null}')],
+    ['a role that is not the assistant', delta('{"role":"user","content":"a"}')],
+    ['no choice', `{${base},"choices":[]}`],
+    ['two choices', `{${base},"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null},{"index":1,"delta":{"content":"b"},"finish_reason":null}]}`],
+    ['a choice without finish_reason', `{${base},"choices":[{"index":0,"delta":{"content":"a"}}]}`],
+    ['the provider field of an upstream gateway', delta('{"content":"a"}', ',"provider":"x"')],
+    ['an unknown member', delta('{"content":"a"}', ',"x_extra":{"a":1}')],
+    [
+      'a fingerprint written twice',
+      `{${base},"system_fingerprint":"a","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"system_fingerprint":null}`,
+    ],
+    [
+      'spaces between members',
+      `{"id": "c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`,
+    ],
+    ['a raw control character in a string (not JSON)', delta('{"content":"a\u0001b"}')],
+    ['a bad escape (not JSON)', delta(String.raw`{"content":"a\qb"}`)],
+    ['a leading zero (not JSON)', `{${base},"choices":[{"index":01,"delta":{"content":"a"},"finish_reason":null}]}`],
+    ['a truncated chunk', delta('{"content":"a"}').slice(0, -1)],
+    [
+      'another object type',
+      `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`,
+    ],
+  ])('is not plain with %s (it is parsed)', (_why, text) => {
+    expect(plainChunk(text)).toBeUndefined();
+  });
+});
