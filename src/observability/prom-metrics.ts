@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Metrics } from './metrics.js';
+import { SummedCounter } from './summed-counter.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const LAG_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -20,30 +21,33 @@ function credits(nano: bigint): number {
  */
 export class PromMetrics implements Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({
-    name: 'tollgate_requests_total',
-    help: 'Chat completion requests, by the model and provider that served them (empty when none did) and the HTTP status',
-    labelNames: ['model', 'provider', 'status'] as const,
-    registers: [this.registry],
-  });
+  private readonly requests = new SummedCounter<number>(
+    {
+      name: 'tollgate_requests_total',
+      help: 'Chat completion requests, by the model and provider that served them (empty when none did) and the HTTP status',
+      labelNames: ['model', 'provider', 'status'],
+      registry: this.registry,
+    },
+    0,
+    (n) => n,
+  );
   private readonly refusals = new Counter({
     name: 'tollgate_refusals_total',
     help: 'Requests the gateway refused itself: every 402 (by limit_source) and platform 429 (by limit)',
     labelNames: ['status', 'limit_source', 'limit'] as const,
     registers: [this.registry],
   });
-  private readonly creditsCharged = new Counter({
-    name: 'tollgate_credits_charged_total',
-    help: 'Credits charged to balances',
-    labelNames: ['model', 'provider'] as const,
-    registers: [this.registry],
-  });
-  private readonly tokens = new Counter({
-    name: 'tollgate_tokens_total',
-    help: 'Tokens billed, by kind (prompt, completion)',
-    labelNames: ['model', 'provider', 'kind'] as const,
-    registers: [this.registry],
-  });
+  // Summed exactly in nanocredits, made credits when scraped.
+  private readonly creditsCharged = new SummedCounter<bigint>(
+    { name: 'tollgate_credits_charged_total', help: 'Credits charged to balances', labelNames: ['model', 'provider'], registry: this.registry },
+    0n,
+    credits,
+  );
+  private readonly tokens = new SummedCounter<number>(
+    { name: 'tollgate_tokens_total', help: 'Tokens billed, by kind (prompt, completion)', labelNames: ['model', 'provider', 'kind'], registry: this.registry },
+    0,
+    (n) => n,
+  );
   private readonly upstream = new Histogram({
     name: 'tollgate_upstream_duration_seconds',
     help: 'Time from sending a request upstream to its answer ending',
@@ -92,7 +96,7 @@ export class PromMetrics implements Metrics {
   }
 
   request(model: string, provider: string, status: number): void {
-    this.requests.labels(model, provider, String(status)).inc();
+    this.requests.add(1, model, provider, String(status));
   }
 
   refusal(status: number, limitSource: string, limit: string): void {
@@ -100,9 +104,9 @@ export class PromMetrics implements Metrics {
   }
 
   charged(model: string, provider: string, cost: bigint, promptTokens: number, completionTokens: number): void {
-    if (cost > 0n) this.creditsCharged.labels(model, provider).inc(credits(cost));
-    if (promptTokens > 0) this.tokens.labels(model, provider, 'prompt').inc(promptTokens);
-    if (completionTokens > 0) this.tokens.labels(model, provider, 'completion').inc(completionTokens);
+    if (cost > 0n) this.creditsCharged.add(cost, model, provider);
+    if (promptTokens > 0) this.tokens.add(promptTokens, model, provider, 'prompt');
+    if (completionTokens > 0) this.tokens.add(completionTokens, model, provider, 'completion');
   }
 
   upstreamDuration(provider: string, seconds: number): void {
