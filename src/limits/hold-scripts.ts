@@ -36,36 +36,123 @@ if ARGV[1] == '' then
 else
   now = tonumber(ARGV[1])
 end
+-- A redis.call costs more than the work it does, and one call's operations touch the same fields
+-- again and again (each admission and settlement moves the same totals): the holds, their totals and
+-- their deadlines are read once, kept here, and written once, by flush() at the end of the script.
+-- The pending charges and snapshots are read once and kept until they change.
+local holds, holds_dirty = {}, {}
+local totals, totals_dirty = {}, {}
+local deadlines = {}
+local function hold_get(f)
+  local v = holds[f]
+  if v == nil then
+    v = redis.call('HGET', KH, f)
+    holds[f] = v
+  end
+  return v
+end
+local function hold_set(f, v)
+  holds[f] = v
+  holds_dirty[f] = true
+end
 local function total(scope)
-  local v = redis.call('HGET', KT, scope)
-  if not v then return 0, 0 end
-  local t = split(v)
-  return tonumber(t[1]), tonumber(t[2])
+  local t = totals[scope]
+  if t == nil then
+    local v = redis.call('HGET', KT, scope)
+    if v then
+      local w = split(v)
+      t = { tonumber(w[1]), tonumber(w[2]) }
+    else
+      t = { 0, 0 }
+    end
+    totals[scope] = t
+  end
+  return t[1], t[2]
 end
 local function set_total(scope, hi, lo)
-  if hi == 0 and lo == 0 then redis.call('HDEL', KT, scope) else redis.call('HSET', KT, scope, fmt(hi) .. ' ' .. fmt(lo)) end
+  totals[scope] = { hi, lo }
+  totals_dirty[scope] = true
+end
+local function in_batches(cmd, key, list)
+  for i = 1, #list, 500 do redis.call(cmd, key, unpack(list, i, math.min(i + 499, #list))) end
+end
+local function flush()
+  local sets, dels = {}, {}
+  for f in pairs(holds_dirty) do
+    local v = holds[f]
+    if v then
+      sets[#sets + 1] = f
+      sets[#sets + 1] = v
+    else
+      dels[#dels + 1] = f
+    end
+  end
+  in_batches('HSET', KH, sets)
+  in_batches('HDEL', KH, dels)
+  sets, dels = {}, {}
+  for scope in pairs(totals_dirty) do
+    local t = totals[scope]
+    if t[1] == 0 and t[2] == 0 then
+      dels[#dels + 1] = scope
+    else
+      sets[#sets + 1] = scope
+      sets[#sets + 1] = fmt(t[1]) .. ' ' .. fmt(t[2])
+    end
+  end
+  in_batches('HSET', KT, sets)
+  in_batches('HDEL', KT, dels)
+  sets, dels = {}, {}
+  for m, score in pairs(deadlines) do
+    if score then
+      sets[#sets + 1] = score
+      sets[#sets + 1] = m
+    else
+      dels[#dels + 1] = m
+    end
+  end
+  in_batches('ZADD', KZ, sets)
+  in_batches('ZREM', KZ, dels)
+  holds_dirty, totals_dirty, deadlines = {}, {}, {}
 end
 local function drop_hold(scope, id)
   local f = scope .. '|' .. id
-  local v = redis.call('HGET', KH, f)
+  local v = hold_get(f)
   if not v then return nil end
   local t = split(v)
   local th, tl = total(scope)
-  th, tl = sub(th, tl, tonumber(t[1]), tonumber(t[2]))
-  set_total(scope, th, tl)
-  redis.call('HDEL', KH, f)
-  redis.call('ZREM', KZ, 'h|' .. f)
+  set_total(scope, sub(th, tl, tonumber(t[1]), tonumber(t[2])))
+  hold_set(f, false)
+  deadlines['h|' .. f] = false
   return t
 end
 local function put_hold(scope, id, hi, lo, untilMs, settling)
   drop_hold(scope, id)
   local f = scope .. '|' .. id
-  redis.call('HSET', KH, f, fmt(hi) .. ' ' .. fmt(lo) .. ' ' .. fmt(untilMs) .. ' ' .. settling)
-  redis.call('ZADD', KZ, untilMs, 'h|' .. f)
+  hold_set(f, fmt(hi) .. ' ' .. fmt(lo) .. ' ' .. fmt(untilMs) .. ' ' .. settling)
+  deadlines['h|' .. f] = untilMs
   local th, tl = total(scope)
-  th, tl = add(th, tl, hi, lo)
-  set_total(scope, th, tl)
+  set_total(scope, add(th, tl, hi, lo))
 end
+-- Every hold of a scope (a refusal lists them), in Redis's order: what this script wrote goes first.
+local function scope_holds(prefix)
+  flush()
+  local out = {}
+  local raw = redis.call('HGETALL', KH)
+  for i = 1, #raw, 2 do
+    if string.sub(raw[i], 1, #prefix) == prefix then out[#out + 1] = raw[i + 1] end
+  end
+  return out
+end
+local snapshots = {}
+local function snapshot(field)
+  local v = snapshots[field]
+  if v == nil then
+    v = redis.call('HGET', KS, field)
+    snapshots[field] = v
+  end
+  return v
+end
+local pending_cache
 -- Drops what lapsed by now; a lapsed pending charge drops the snapshots (reload from the ledger).
 local function purge()
   local gone = redis.call('ZRANGEBYSCORE', KZ, '-inf', now)
@@ -73,22 +160,26 @@ local function purge()
     if string.sub(m, 1, 2) == 'p|' then
       redis.call('HDEL', KP, string.sub(m, 3))
       redis.call('DEL', KS)
-      redis.call('ZREM', KZ, m)
+      snapshots = {}
+      pending_cache = nil
+      deadlines[m] = false
     else
       local f = string.sub(m, 3)
       local bar = string.find(f, '|', 1, true)
       drop_hold(string.sub(f, 1, bar - 1), string.sub(f, bar + 1))
-      redis.call('ZREM', KZ, m)
+      deadlines[m] = false
     end
   end
 end
 local function pendings()
+  if pending_cache then return pending_cache end
   local raw = redis.call('HGETALL', KP)
   local out = {}
   for i = 1, #raw, 2 do
     local t = split(raw[i + 1])
     out[#out + 1] = { ch = tonumber(t[1]), cl = tonumber(t[2]), bh = tonumber(t[3]), bl = tonumber(t[4]), key = t[5], d = t[6], w = t[7], m = t[8] }
   end
+  pending_cache = out
   return out
 end
 local function counts_in(p, period)
@@ -96,7 +187,7 @@ local function counts_in(p, period)
 end
 -- The account's balance and total usage: snapshot less pending; nil without a snapshot.
 local function money(pend)
-  local a = redis.call('HGET', KS, 'a')
+  local a = snapshot('a')
   if not a then return nil end
   local t = split(a)
   local bh, bl, uh, ul = tonumber(t[2]), tonumber(t[3]), tonumber(t[4]), tonumber(t[5])
@@ -108,7 +199,7 @@ local function money(pend)
 end
 -- A key's usage and BYOK usage in a period: snapshot plus pending; nil without a snapshot of it.
 local function key_usage(hash, period, pend)
-  local v = redis.call('HGET', KS, 'k|' .. hash .. '|' .. period)
+  local v = snapshot('k|' .. hash .. '|' .. period)
   if not v then return nil end
   local t = split(v)
   local uh, ul, bh, bl = tonumber(t[2]), tonumber(t[3]), tonumber(t[4]), tonumber(t[5])
@@ -191,12 +282,9 @@ local function admit(a)
     local nh, nl = add(hh, hl, ah, al)
     if lt(budgetHi, budgetLo, nh, nl) then
       local out = { 'budget', fmt(budgetHi), fmt(budgetLo), fmt(hh), fmt(hl), fmt(now) }
-      local raw = redis.call('HGETALL', KH)
-      for i = 1, #raw, 2 do
-        if string.sub(raw[i], 1, 2) == 'b|' then
-          local t = split(raw[i + 1])
-          out[#out + 1] = t[1]; out[#out + 1] = t[2]; out[#out + 1] = t[3]; out[#out + 1] = t[4]
-        end
+      for _, v in ipairs(scope_holds('b|')) do
+        local t = split(v)
+        out[#out + 1] = t[1]; out[#out + 1] = t[2]; out[#out + 1] = t[3]; out[#out + 1] = t[4]
       end
       return out
     end
@@ -217,7 +305,8 @@ local function settle(a)
   if costly or yh > 0 or yl > 0 then
     local untilMs = now + tonumber(ARGV[a + 10])
     redis.call('HSET', KP, id, table.concat({ ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], keyHash, ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], fmt(untilMs) }, ' '))
-    redis.call('ZADD', KZ, untilMs, 'p|' .. id)
+    pending_cache = nil
+    deadlines['p|' .. id] = untilMs
   end
   return a + 11
 end
@@ -225,7 +314,7 @@ local function renew(a)
   local id = ARGV[a]
   local untilMs = now + tonumber(ARGV[a + 2])
   for _, scope in ipairs({ 'b', 'r', 'k:' .. ARGV[a + 1] }) do
-    local v = redis.call('HGET', KH, scope .. '|' .. id)
+    local v = hold_get(scope .. '|' .. id)
     if v then
       local t = split(v)
       if t[4] == '0' and tonumber(t[3]) < untilMs then put_hold(scope, id, tonumber(t[1]), tonumber(t[2]), untilMs, '0') end
@@ -237,15 +326,16 @@ local function renew(a)
     if tonumber(t[9]) < untilMs then
       t[9] = fmt(untilMs)
       redis.call('HSET', KP, id, table.concat(t, ' '))
-      redis.call('ZADD', KZ, untilMs, 'p|' .. id)
+      deadlines['p|' .. id] = untilMs
     end
   end
   return a + 3
 end
 local function newer(field, value)
-  local old = redis.call('HGET', KS, field)
+  local old = snapshot(field)
   if old and tonumber(split(old)[1]) >= tonumber(split(value)[1]) then return end
   redis.call('HSET', KS, field, value)
+  snapshots[field] = value
 end
 local function record(a)
   if ARGV[a] ~= '' then newer('a', ARGV[a]) end
@@ -253,10 +343,11 @@ local function record(a)
   for i = 0, n - 1 do newer('k|' .. ARGV[a + 2 + 2 * i], ARGV[a + 3 + 2 * i]) end
   local at = a + 2 + 2 * n
   local m = tonumber(ARGV[at])
-  for i = at + 1, at + m do
-    redis.call('HDEL', KP, ARGV[i])
-    redis.call('ZREM', KZ, 'p|' .. ARGV[i])
+  for i = at + 1, at + m, 500 do
+    redis.call('HDEL', KP, unpack(ARGV, i, math.min(i + 499, at + m)))
+    pending_cache = nil
   end
+  for i = at + 1, at + m do deadlines['p|' .. ARGV[i]] = false end
   return at + m + 1
 end
 local answers = { fmt(now) }
@@ -270,10 +361,14 @@ while i <= #ARGV do
     if op == 'S' then i = settle(i + 1)
     elseif op == 'N' then i = renew(i + 1)
     elseif op == 'R' then i = record(i + 1)
-    else return redis.error_reply('unknown operation ' .. tostring(op)) end
+    else
+      flush()
+      return redis.error_reply('unknown operation ' .. tostring(op))
+    end
     answers[#answers + 1] = 1
   end
 end
+flush()
 touch()
 return answers
 `;
@@ -287,7 +382,10 @@ export const VIEW = `${COMMON}
 purge()
 local pend = pendings()
 local bh, bl, uh, ul = money(pend)
-if bh == nil then return { 'none' } end
+if bh == nil then
+  flush()
+  return { 'none' }
+end
 local hh, hl = total('b')
 local rh, rl = total('r')
 local out = { fmt(bh), fmt(bl), fmt(uh), fmt(ul), fmt(hh), fmt(hl), fmt(rh), fmt(rl) }
@@ -299,6 +397,7 @@ for i = 3, #ARGV do
     out[#out + 1] = fmt(kuh); out[#out + 1] = fmt(kul); out[#out + 1] = fmt(kbh); out[#out + 1] = fmt(kbl)
   end
 end
+flush()
 return out
 `;
 
@@ -320,14 +419,15 @@ for i = 1, 3 do
   end
 end
 redis.call('HDEL', KP, id)
-redis.call('ZREM', KZ, 'p|' .. id)
+deadlines['p|' .. id] = false
 if ARGV[7] ~= '' then
   local t = split(ARGV[7])
   if tonumber(t[8]) > now then
     redis.call('HSET', KP, id, table.concat({ t[1], t[2], t[3], t[4], keyHash, t[5], t[6], t[7], t[8] }, ' '))
-    redis.call('ZADD', KZ, tonumber(t[8]), 'p|' .. id)
+    deadlines['p|' .. id] = tonumber(t[8])
   end
 end
+flush()
 touch()
 return fmt(now)
 `;
