@@ -61,10 +61,38 @@ export type ChatRequest = z.output<typeof chatRequestSchema>;
 /** Fields that steer the gateway and are not sent upstream. */
 export const GATEWAY_FIELDS = ['models', 'provider', 'plugins', 'route', 'transforms', 'usage', 'stream_options'] as const;
 
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isTokens = (v: unknown, max: number) => v === undefined || v === null || (Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max);
+
+/**
+ * Whether `body` has the shape nearly every request has, and so passes chatRequestSchema as it is:
+ * a model, messages each with a role, and the common optional fields, each valid. Checked by hand
+ * because zod copies the body and every message; whatever this does not vouch for (the routing
+ * fields, anything invalid) goes through zod, for its answer or its error.
+ */
+export function plainlyValid(body: Record<string, unknown>): boolean {
+  const { model, messages } = body;
+  if (!(model === undefined || (typeof model === 'string' && model.length > 0))) return false;
+  if (!Array.isArray(messages) || messages.length === 0) return false;
+  for (const m of messages) {
+    if (!isRecord(m) || typeof m.role !== 'string' || m.role.length === 0) return false;
+  }
+  return (
+    body.models === undefined &&
+    body.provider === undefined &&
+    body.plugins === undefined &&
+    (body.stream === undefined || typeof body.stream === 'boolean') &&
+    isTokens(body.max_tokens, MAX_TOKENS_CEILING) &&
+    isTokens(body.max_completion_tokens, MAX_TOKENS_CEILING) &&
+    isTokens(body.n, 128)
+  );
+}
+
 export function parseChatRequest(body: unknown): ChatRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+  if (!isRecord(body)) {
     throw invalidRequest('the request body must be a JSON object with "model" and "messages"');
   }
+  if (plainlyValid(body)) return body as ChatRequest;
   const result = chatRequestSchema.safeParse(body);
   if (!result.success) {
     const issue = result.error.issues[0];
