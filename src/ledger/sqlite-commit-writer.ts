@@ -10,7 +10,7 @@ import type { Database } from './schema.js';
 import { big } from './rows.js';
 
 const INSERT_GENERATION = `INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) VALUES (${GENERATION_COLUMNS.map(() => '?').join(', ')})
-   ON CONFLICT (id) DO NOTHING RETURNING id`;
+   ON CONFLICT (id) DO NOTHING`;
 const CHARGE_ACCOUNT = `UPDATE accounts SET balance = balance - ?, total_usage = total_usage + ?, seq = seq + 1 WHERE id = ?
    RETURNING seq, balance, total_usage`;
 const ADD_ROLLUP = `INSERT INTO spend_hourly (bucket, account_id, key_hash, model, provider, requests, cost, byok_usage, prompt_tokens, completion_tokens)
@@ -60,7 +60,8 @@ function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) 
   const addRollup = sqlite.prepare(ADD_ROLLUP);
   const commit = sqlite.transaction((charges: readonly Charge[]): WrittenCommit => {
     const recorded = new Set<string>();
-    for (const c of charges) if (insertGeneration.all(generationValues(c)).length > 0) recorded.add(c.id);
+    // A generation already recorded inserts nothing (changes 0): it is not charged again.
+    for (const c of charges) if (insertGeneration.run(generationValues(c)).changes > 0) recorded.add(c.id);
     const accounts = new Map<string, AccountSnapshot>();
     const keyRows: KeyUsageRow[] = [];
     const deltas = deltasOf(charges, recorded);
