@@ -88,10 +88,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (probes.has(req.url)) return;
     reply.raw.once('close', () => {
       const status = reply.raw.statusCode;
+      const level = status >= 500 ? 'warn' : 'info';
+      if (!deps.logger.isLevelEnabled(level)) return; // the line is not built for a level that is off
       const fields = { reqId: req.id, method: req.method, path: req.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), ...req.logFields };
-      const line = reply.raw.writableFinished ? fields : { ...fields, client_gone: true };
-      if (status >= 500) req.log.warn(line, 'request');
-      else req.log.info(line, 'request');
+      req.log[level](reply.raw.writableFinished ? fields : { ...fields, client_gone: true }, 'request');
     });
     await deps.ddos.check(req.ip);
   });
