@@ -10,6 +10,7 @@ import { backupLedger } from './ledger/backup.js';
 import { chargesInLog } from './ledger/charge-record.js';
 import { csv, present } from './cli/present.js';
 import { startGateway, type Gateway } from './main.js';
+import { limitHeapGrowth } from './observability/heap-growth.js';
 
 /** A database URL without its password, for messages. */
 const redactUrl = (url: string) => url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
@@ -68,6 +69,7 @@ program
   .description('serve the gateway (embedded defaults without --config)')
   .option('-c, --config <file>', 'YAML config file')
   .action(async (opts: { config?: string; json?: boolean }) => {
+    limitHeapGrowth();
     let gw: Gateway;
     try {
       gw = await startGateway(loadConfig(opts.config));
