@@ -110,11 +110,11 @@ export class PromMetrics implements Metrics {
   }
 
   upstreamDuration(provider: string, seconds: number): void {
-    this.upstream.labels(provider).observe(seconds);
+    this.upstream.observe({ provider }, seconds);
   }
 
   timeToFirstToken(provider: string, seconds: number): void {
-    this.ttft.labels(provider).observe(seconds);
+    this.ttft.observe({ provider }, seconds);
   }
 
   upstreamFailure(provider: string, kind: string): void {
