@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
+import { benchCharge } from './lib/charges.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -43,24 +44,8 @@ async function load(dir) {
 }
 
 let n = 0;
-const charge = (now) => ({
-  id: `gen-${Math.floor(now / 1000)}-${String(n++).padStart(16, '0')}`,
-  accountId: 'acct_bench',
-  keyHash: 'k'.repeat(64),
-  model: 'bench/paid',
-  provider: 'bench',
-  tokensPrompt: 260,
-  tokensCompletion: 20,
-  totalCost: 300_000n,
-  byokUsage: 0n,
-  isByok: false,
-  streamed: false,
-  cancelled: false,
-  finishReason: 'stop',
-  usageSource: 'upstream',
-  createdAt: now,
-  latencyMs: 3,
-});
+const charge = (now) =>
+  benchCharge({ id: `gen-${Math.floor(now / 1000)}-${String(n++).padStart(16, '0')}`, accountId: 'acct_bench', keyHash: 'k'.repeat(64), createdAt: now });
 
 /** CPU µs a commit of `size` charges, on a fresh database (the same for every build and size). */
 async function measure(build, size) {

@@ -17,6 +17,7 @@ import pg from 'pg';
 import { openDatabase } from '../dist/ledger/database.js';
 import { KyselyLedger } from '../dist/ledger/kysely-ledger.js';
 import { migrateToLatest } from '../dist/ledger/migrations.js';
+import { benchCharge } from './lib/charges.mjs';
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -67,23 +68,15 @@ async function run(target, clients) {
       const a = accounts[(n + seq) % accounts.length];
       seq += 1;
       const t0 = process.hrtime.bigint();
-      const written = ledger.charge({
-        id: `gen-bench-${n}-${seq}-${randomBytes(4).toString('hex')}`,
-        accountId: a.id,
-        keyHash: `key-${a.id}`,
-        model: 'bench/paid',
-        provider: 'bench',
-        tokensPrompt: 260,
-        tokensCompletion: 20,
-        totalCost: 300_000n,
-        byokUsage: 0n,
-        isByok: false,
-        streamed: n % 2 === 0,
-        cancelled: false,
-        finishReason: 'stop',
-        createdAt: Date.now(),
-        latencyMs: 5,
-      });
+      const written = ledger.charge(
+        benchCharge({
+          id: `gen-bench-${n}-${seq}-${randomBytes(4).toString('hex')}`,
+          accountId: a.id,
+          keyHash: `key-${a.id}`,
+          createdAt: Date.now(),
+          streamed: n % 2 === 0,
+        }),
+      );
       const durable = await ledger.awaitDurable(written);
       if (!durable) throw new Error('a charge was not durable within ledger.durable_wait_ms');
       waits.push(Number(process.hrtime.bigint() - t0) / 1e6);

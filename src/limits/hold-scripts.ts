@@ -43,14 +43,16 @@ end
 local holds, holds_dirty = {}, {}
 local totals, totals_dirty = {}, {}
 local deadlines = {}
-local function hold_get(f)
-  local v = holds[f]
+-- A field of a hash, read once and then from cache (false: the field is absent).
+local function cached(cache, key, field)
+  local v = cache[field]
   if v == nil then
-    v = redis.call('HGET', KH, f)
-    holds[f] = v
+    v = redis.call('HGET', key, field)
+    cache[field] = v
   end
   return v
 end
+local function hold_get(f) return cached(holds, KH, f) end
 local function hold_set(f, v)
   holds[f] = v
   holds_dirty[f] = true
@@ -144,14 +146,7 @@ local function scope_holds(prefix)
   return out
 end
 local snapshots = {}
-local function snapshot(field)
-  local v = snapshots[field]
-  if v == nil then
-    v = redis.call('HGET', KS, field)
-    snapshots[field] = v
-  end
-  return v
-end
+local function snapshot(field) return cached(snapshots, KS, field) end
 local pending_cache
 -- Drops what lapsed by now; a lapsed pending charge drops the snapshots (reload from the ledger).
 local function purge()
