@@ -84,10 +84,23 @@ const NOT_PASSED_ON = new Set<string>([...GATEWAY_FIELDS, 'model', 'stream']);
  * messages were not changed (a plugin adds to them) and no top-level key appears twice.
  */
 function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: string | undefined): UpstreamBody {
-  const value: ChatBody = { ...req, messages };
-  for (const field of NOT_PASSED_ON) delete value[field];
+  const build = (): ChatBody => {
+    const value: ChatBody = { ...req, messages };
+    for (const field of NOT_PASSED_ON) delete value[field];
+    return value;
+  };
   const members = rawText !== undefined && messages === req.messages ? objectMembers(rawText) : undefined;
-  if (members && !hasDuplicateKeys(members)) return { value, text: spliceObject(rawText as string, members, '', (key) => NOT_PASSED_ON.has(key)) };
+  if (members && !hasDuplicateKeys(members)) {
+    // Spliced: the object is built only if an adapter asks for it (the OpenAI adapter sends the text).
+    let value: ChatBody | undefined;
+    return {
+      text: spliceObject(rawText as string, members, '', (key) => NOT_PASSED_ON.has(key)),
+      get value() {
+        return (value ??= build());
+      },
+    };
+  }
+  const value = build();
   return { value, text: JSON.stringify(value) };
 }
 

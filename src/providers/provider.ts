@@ -14,7 +14,8 @@ export type Chunk = Record<string, unknown>;
  * the body is not serialised again).
  */
 export interface UpstreamBody {
-  value: ChatBody;
+  /** (May be built when first read.) */
+  readonly value: ChatBody;
   /** `value` as a JSON object's text, starting with `{`. */
   text: string;
 }
