@@ -78,42 +78,33 @@ end
 local function in_batches(cmd, key, list)
   for i = 1, #list, 500 do redis.call(cmd, key, unpack(list, i, math.min(i + 499, #list))) end
 end
-local function flush()
+-- Writes changed entries back to a key: each name with a value is set (the two items \`items\` gives, in
+-- the set command's order), each without one is deleted.
+local function write_back(key, changed, set_cmd, del_cmd, items)
   local sets, dels = {}, {}
-  for f in pairs(holds_dirty) do
-    local v = holds[f]
-    if v then
-      sets[#sets + 1] = f
-      sets[#sets + 1] = v
+  for name, value in pairs(changed) do
+    if value then
+      local a, b = items(name, value)
+      sets[#sets + 1] = a
+      sets[#sets + 1] = b
     else
-      dels[#dels + 1] = f
+      dels[#dels + 1] = name
     end
   end
-  in_batches('HSET', KH, sets)
-  in_batches('HDEL', KH, dels)
-  sets, dels = {}, {}
+  in_batches(set_cmd, key, sets)
+  in_batches(del_cmd, key, dels)
+end
+local function field_value(f, v) return f, v end
+local function flush()
+  local hold_changes, total_changes = {}, {}
+  for f in pairs(holds_dirty) do hold_changes[f] = holds[f] end
   for scope in pairs(totals_dirty) do
     local t = totals[scope]
-    if t[1] == 0 and t[2] == 0 then
-      dels[#dels + 1] = scope
-    else
-      sets[#sets + 1] = scope
-      sets[#sets + 1] = fmt(t[1]) .. ' ' .. fmt(t[2])
-    end
+    total_changes[scope] = not (t[1] == 0 and t[2] == 0) and (fmt(t[1]) .. ' ' .. fmt(t[2]))
   end
-  in_batches('HSET', KT, sets)
-  in_batches('HDEL', KT, dels)
-  sets, dels = {}, {}
-  for m, score in pairs(deadlines) do
-    if score then
-      sets[#sets + 1] = score
-      sets[#sets + 1] = m
-    else
-      dels[#dels + 1] = m
-    end
-  end
-  in_batches('ZADD', KZ, sets)
-  in_batches('ZREM', KZ, dels)
+  write_back(KH, hold_changes, 'HSET', 'HDEL', field_value)
+  write_back(KT, total_changes, 'HSET', 'HDEL', field_value)
+  write_back(KZ, deadlines, 'ZADD', 'ZREM', function(m, score) return score, m end)
   holds_dirty, totals_dirty, deadlines = {}, {}, {}
 end
 local function drop_hold(scope, id)
