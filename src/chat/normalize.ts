@@ -3,6 +3,7 @@ import { billedCompletionTokens } from '../ledger/pricing.js';
 import { creditsToJson, type Nano } from '../ledger/money.js';
 import type { Chunk, StreamEvent } from '../providers/provider.js';
 import type { ErrorMetadata } from '../error-body.js';
+import { isJsonObject } from '../json-object.js';
 import type { ChatCompletionChunkJson, ChatCompletionJson, ChatUsageJson } from './answer-schemas.js';
 import { hasDuplicateKeys, objectMembers, spliceObject } from './json-members.js';
 
@@ -15,7 +16,6 @@ export interface Served {
 }
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The answer's `usage`: billed token counts and the cost charged, as OpenRouter reports them. */
 export function usageBody(usage: TokenUsage, cost: Nano, isByok: boolean, upstream?: unknown): ChatUsageJson {
@@ -27,10 +27,10 @@ export function usageBody(usage: TokenUsage, cost: Nano, isByok: boolean, upstre
     cost: creditsToJson(cost),
     is_byok: isByok,
   };
-  if (isObj(upstream)) {
-    const cached = isObj(upstream.prompt_tokens_details) ? upstream.prompt_tokens_details.cached_tokens : undefined;
+  if (isJsonObject(upstream)) {
+    const cached = isJsonObject(upstream.prompt_tokens_details) ? upstream.prompt_tokens_details.cached_tokens : undefined;
     if (typeof cached === 'number') out.prompt_tokens_details = { cached_tokens: cached };
-    const reasoning = isObj(upstream.completion_tokens_details) ? upstream.completion_tokens_details.reasoning_tokens : undefined;
+    const reasoning = isJsonObject(upstream.completion_tokens_details) ? upstream.completion_tokens_details.reasoning_tokens : undefined;
     if (typeof reasoning === 'number') out.completion_tokens_details = { reasoning_tokens: reasoning };
   }
   return out;
@@ -42,10 +42,10 @@ const NOT_NULLABLE = ['tool_calls', 'reasoning_details', 'images', 'audio', 'fun
 function normalizeChoices(choices: unknown, key: 'message' | 'delta'): Obj[] {
   if (!Array.isArray(choices)) return [];
   return choices.map((c, i) => {
-    const choice: Obj = isObj(c) ? { ...c } : {};
+    const choice: Obj = isJsonObject(c) ? { ...c } : {};
     choice.index = typeof choice.index === 'number' ? choice.index : i;
     if (!('finish_reason' in choice) || choice.finish_reason === undefined) choice.finish_reason = null;
-    const inner = isObj(choice[key]) ? { ...(choice[key] as Obj) } : {};
+    const inner = isJsonObject(choice[key]) ? { ...(choice[key] as Obj) } : {};
     for (const field of NOT_NULLABLE) if (inner[field] === null) delete inner[field];
     if (key === 'message') inner.role = 'assistant';
     else if ('role' in inner && inner.role !== 'assistant') delete inner.role;
@@ -58,9 +58,9 @@ function normalizeChoices(choices: unknown, key: 'message' | 'delta'): Obj[] {
 function choicesClean(choices: unknown, key: 'message' | 'delta'): boolean {
   if (!Array.isArray(choices)) return false;
   for (const c of choices) {
-    if (!isObj(c) || typeof c.index !== 'number' || !('finish_reason' in c)) return false;
+    if (!isJsonObject(c) || typeof c.index !== 'number' || !('finish_reason' in c)) return false;
     const inner = c[key];
-    if (!isObj(inner)) return false;
+    if (!isJsonObject(inner)) return false;
     for (const field of NOT_NULLABLE) if (inner[field] === null) return false;
     if (key === 'message' ? inner.role !== 'assistant' : 'role' in inner && inner.role !== 'assistant') return false;
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { invalidRequest } from '../errors.js';
+import { isJsonObject } from '../json-object.js';
 
 /** Largest completion-token cap accepted at all; a model's context length narrows it further. */
 export const MAX_TOKENS_CEILING = 10_000_000;
@@ -61,7 +62,6 @@ export type ChatRequest = z.output<typeof chatRequestSchema>;
 /** Fields that steer the gateway and are not sent upstream. */
 export const GATEWAY_FIELDS = ['models', 'provider', 'plugins', 'route', 'transforms', 'usage', 'stream_options'] as const;
 
-const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const isTokens = (v: unknown, max: number) => v === undefined || v === null || (Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max);
 
 /**
@@ -75,7 +75,7 @@ export function plainlyValid(body: Record<string, unknown>): boolean {
   if (!(model === undefined || (typeof model === 'string' && model.length > 0))) return false;
   if (!Array.isArray(messages) || messages.length === 0) return false;
   for (const m of messages) {
-    if (!isRecord(m) || typeof m.role !== 'string' || m.role.length === 0) return false;
+    if (!isJsonObject(m) || typeof m.role !== 'string' || m.role.length === 0) return false;
   }
   return (
     body.models === undefined &&
@@ -89,7 +89,7 @@ export function plainlyValid(body: Record<string, unknown>): boolean {
 }
 
 export function parseChatRequest(body: unknown): ChatRequest {
-  if (!isRecord(body)) {
+  if (!isJsonObject(body)) {
     throw invalidRequest('the request body must be a JSON object with "model" and "messages"');
   }
   if (plainlyValid(body)) return body as ChatRequest;

@@ -1,12 +1,12 @@
+import { isJsonObject, type JsonObject } from '../json-object.js';
+
 /**
  * What a CLI verb answers, for people: a list of records as an aligned table, one record as aligned
  * `field  value` lines, and an answer with a one-time secret (`{key, data}`) with the secret first.
  * `--json` prints the answer as the admin API gives it instead.
  */
 
-type Row = Record<string, unknown>;
-
-const isRecord = (v: unknown): v is Row => v !== null && typeof v === 'object' && !Array.isArray(v);
+type Row = JsonObject;
 
 /** One value in a cell: scalars as they are, null as "-", anything nested as compact JSON. */
 function cell(v: unknown): string {
@@ -40,8 +40,8 @@ function record(r: Row): string {
 
 /** An answer for people (see the file's comment). */
 export function present(value: unknown): string {
-  if (Array.isArray(value)) return table(value.filter(isRecord));
-  if (!isRecord(value)) return cell(value);
+  if (Array.isArray(value)) return table(value.filter(isJsonObject));
+  if (!isJsonObject(value)) return cell(value);
   if ('data' in value) {
     const { data, ...rest } = value;
     const head = Object.entries(rest).map(([k, v]) => (k === 'key' ? `key (shown once, store it now): ${cell(v)}` : `${k}: ${cell(v)}`));

@@ -1,19 +1,17 @@
+import { isJsonObject, type JsonObject } from '../json-object.js';
 import type { Chunk } from './provider.js';
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
 export function deliveredText(chunk: Chunk): string {
   let text = '';
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
   for (const c of choices) {
-    const delta = isObj(c) && isObj(c.delta) ? c.delta : undefined;
+    const delta = isJsonObject(c) && isJsonObject(c.delta) ? c.delta : undefined;
     if (!delta) continue;
     if (typeof delta.content === 'string') text += delta.content;
     text += reasoningText(delta);
     if (Array.isArray(delta.tool_calls)) text += JSON.stringify(delta.tool_calls);
-    if (isObj(delta.function_call)) text += JSON.stringify(delta.function_call);
+    if (isJsonObject(delta.function_call)) text += JSON.stringify(delta.function_call);
   }
   return text;
 }
@@ -24,11 +22,11 @@ export function deliveredText(chunk: Chunk): string {
  * encrypted entries carry nothing countable), and some send the same text under two of these names:
  * the longest of them is the reasoning, counted once.
  */
-function reasoningText(m: Obj): string {
+function reasoningText(m: JsonObject): string {
   let details = '';
   if (Array.isArray(m.reasoning_details)) {
     for (const d of m.reasoning_details) {
-      if (!isObj(d)) continue;
+      if (!isJsonObject(d)) continue;
       if (typeof d.text === 'string') details += d.text;
       if (typeof d.summary === 'string') details += d.summary;
     }
@@ -48,12 +46,12 @@ export function answerText(body: Chunk): string {
   const choices = Array.isArray(body.choices) ? body.choices : [];
   let text = '';
   for (const c of choices) {
-    const m = isObj(c) && isObj(c.message) ? c.message : undefined;
+    const m = isJsonObject(c) && isJsonObject(c.message) ? c.message : undefined;
     if (!m) continue;
     if (typeof m.content === 'string') text += m.content;
     text += reasoningText(m);
     if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
-    if (isObj(m.function_call)) text += JSON.stringify(m.function_call);
+    if (isJsonObject(m.function_call)) text += JSON.stringify(m.function_call);
   }
   return text;
 }

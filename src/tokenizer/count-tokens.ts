@@ -1,4 +1,5 @@
 import { countTokens as countO200k } from 'gpt-tokenizer';
+import { isJsonObject, type JsonObject } from '../json-object.js';
 
 /** Tokens in a text, counted with a real tokenizer (o200k_base). */
 export function countTokens(text: string): number {
@@ -41,8 +42,7 @@ export interface MediaParts {
   byReference: number;
 }
 
-const obj = (v: unknown): Record<string, unknown> | undefined =>
-  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+const obj = (v: unknown): JsonObject | undefined => (isJsonObject(v) ? v : undefined);
 
 /** One pass over the parts of every message: image, audio and file parts, and how much inline data they carry. */
 export function mediaParts(messages: readonly unknown[]): MediaParts {
