@@ -3,15 +3,30 @@ import type { Chunk } from './provider.js';
 
 /** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
 export function deliveredText(chunk: Chunk): string {
+  return choicesText(chunk, 'delta');
+}
+
+/**
+ * Text a whole answer delivered, for counting when no usage came: content, reasoning (`reasoning`,
+ * `reasoning_content`, `reasoning_details`) and tool calls, as a stream of the same answer would
+ * deliver it. "Without usage from the upstream, the delivered count includes reasoning text, streamed
+ * or not" (CONTRACT §7).
+ */
+export function answerText(body: Chunk): string {
+  return choicesText(body, 'message');
+}
+
+/** The text of every choice's message (an answer) or delta (a chunk), in order. */
+function choicesText(payload: Chunk, key: 'message' | 'delta'): string {
+  const choices = Array.isArray(payload.choices) ? payload.choices : [];
   let text = '';
-  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
   for (const c of choices) {
-    const delta = isJsonObject(c) && isJsonObject(c.delta) ? c.delta : undefined;
-    if (!delta) continue;
-    if (typeof delta.content === 'string') text += delta.content;
-    text += reasoningText(delta);
-    if (Array.isArray(delta.tool_calls)) text += JSON.stringify(delta.tool_calls);
-    if (isJsonObject(delta.function_call)) text += JSON.stringify(delta.function_call);
+    const m = isJsonObject(c) ? c[key] : undefined;
+    if (!isJsonObject(m)) continue;
+    if (typeof m.content === 'string') text += m.content;
+    text += reasoningText(m);
+    if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
+    if (isJsonObject(m.function_call)) text += JSON.stringify(m.function_call);
   }
   return text;
 }
@@ -34,24 +49,4 @@ function reasoningText(m: JsonObject): string {
   let longest = details;
   for (const v of [m.reasoning, m.reasoning_content]) if (typeof v === 'string' && v.length > longest.length) longest = v;
   return longest;
-}
-
-/**
- * Text a whole answer delivered, for counting when no usage came: content, reasoning (`reasoning`,
- * `reasoning_content`, `reasoning_details`) and tool calls, as a stream of the same answer would
- * deliver it. "Without usage from the upstream, the delivered count includes reasoning text, streamed
- * or not" (CONTRACT §7).
- */
-export function answerText(body: Chunk): string {
-  const choices = Array.isArray(body.choices) ? body.choices : [];
-  let text = '';
-  for (const c of choices) {
-    const m = isJsonObject(c) && isJsonObject(c.message) ? c.message : undefined;
-    if (!m) continue;
-    if (typeof m.content === 'string') text += m.content;
-    text += reasoningText(m);
-    if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
-    if (isJsonObject(m.function_call)) text += JSON.stringify(m.function_call);
-  }
-  return text;
 }
