@@ -24,6 +24,7 @@ import { Inflight } from './http/inflight.js';
 import { CachedAccounts } from './ledger/cached-accounts.js';
 import { CachedKeys } from './ledger/cached-keys.js';
 import { openDatabase } from './ledger/database.js';
+import { startWalCheckpointer } from './ledger/wal-checkpointer.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
 import { toChargeRecord, UNWRITTEN_CHARGE } from './ledger/charge-record.js';
 import type { Charge, Ledger, LedgerUpdate } from './ledger/ledger.js';
@@ -169,6 +170,10 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const logger = options.logger ?? createLogger(config.log_level);
   const db = openDatabase(config.database_url);
   await migrateToLatest(db);
+  // SQLite: the WAL is checkpointed on a thread of its own, never on the event loop (wal-checkpointer.ts).
+  const checkpointer = startWalCheckpointer(db, {
+    onError: (err) => logger.warn({ err: err.message }, 'WAL checkpoint failed; SQLite checkpoints on the writer again if the thread stopped'),
+  });
   // The ledger tells the hold store what each commit did to money; the store is built below.
   let recordCommit: (updates: LedgerUpdate[]) => void = () => undefined;
   const ledger = new KyselyLedger(db, {
@@ -338,6 +343,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         // Crossings seen so far are claimed while the ledger is open; what is due goes out (bounded).
         await Promise.race([detector.idle(), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
         unwritten = await ledger.close();
+        await checkpointer?.close();
         await sender.close();
         await alertAgent.close();
         await holds.close();

@@ -8,6 +8,7 @@ import { periodKeys } from './periods.js';
 import { rollupDeltas } from './spend-rollups.js';
 import type { Database } from './schema.js';
 import { big } from './rows.js';
+import { walCheckpointerOf } from './wal-checkpointer.js';
 
 const INSERT_GENERATION = `INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) VALUES (${GENERATION_COLUMNS.map(() => '?').join(', ')})
    ON CONFLICT (id) DO NOTHING`;
@@ -77,7 +78,11 @@ function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) 
     return { recorded, accounts, keyRows };
   });
   // BEGIN IMMEDIATE: the write lock is taken at the start (another process writing waits, up to busy_timeout).
-  return (charges) => commit.immediate(charges);
+  return (charges) => {
+    const written = commit.immediate(charges);
+    walCheckpointerOf(sqlite)?.wrote();
+    return written;
+  };
 }
 
 const commits = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[]) => WrittenCommit>();
@@ -97,6 +102,9 @@ export const sqliteCommitWriter: CommitWriter = {
     let commit = commits.get(sqlite);
     if (!commit) commits.set(sqlite, (commit = commitOn(sqlite)));
     const run = commit;
+    // The WAL may be due to start over: the commit then waits for a checkpoint first (wal-checkpointer.ts).
+    const checkpointed = walCheckpointerOf(sqlite)?.beforeWrite();
+    if (checkpointed) await checkpointed;
     return db.connection().execute(async () => run(charges));
   },
 };
