@@ -117,7 +117,7 @@ export class WalCheckpointer {
         driver: createRequire(import.meta.url).resolve('better-sqlite3'),
       },
       // It runs one pragma a message: a small heap is plenty.
-      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
+      resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1 },
     });
     this.worker.unref();
     this.worker.on('message', (m: { id?: number; log?: number; checkpointed?: number; error?: string }) => {
