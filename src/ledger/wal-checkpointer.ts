@@ -62,6 +62,8 @@ parentPort.on('message', (m) => {
 interface Pending {
   resolve(r: CheckpointResult): void;
   reject(err: Error): void;
+  /** `writes` when it started: the writer wrote during it if they differ when it ends. */
+  writesAtStart: number;
 }
 
 /**
@@ -76,12 +78,13 @@ interface Pending {
  * (PASSIVE: it never holds up the writer). Durability is unchanged: a commit is durable when it is
  * in the WAL, as before.
  *
- * The WAL starts over from its beginning only when a write begins with every frame of it copied,
- * which checkpoints running beside a busy writer rarely achieve: the file would only grow. So once it
- * holds `restartFrames` frames, the writer's next write first waits (asynchronously: the event loop
- * goes on) for one more checkpoint, a short one (it copies only the frames written since the last),
- * and then starts the WAL over: a few milliseconds' wait for the charges of that commit, every few
- * thousand commits.
+ * The WAL starts over from its beginning only when a write begins with every frame of it copied.
+ * A checkpoint during which the writer wrote nothing leaves it so; beside a busy writer that is rare,
+ * and the file would only grow. So when a checkpoint finds `restartFrames` frames or more and the
+ * writer wrote meanwhile, the writer's next write (once no checkpoint runs) first waits, without
+ * holding up the event loop, for one more checkpoint: a short one, as it copies only what was written
+ * during the last; the write then starts the WAL over. A few milliseconds' wait for the charges of one
+ * commit, every few thousand commits.
  *
  * If the thread fails, SQLite's own checkpoints come back on (`wal_autocheckpoint = 1000`) and
  * `onError` is told. The thread never keeps the process alive.
@@ -92,6 +95,9 @@ export class WalCheckpointer {
   /** Checkpoints asked of the thread so far. */
   started = 0;
   private nextId = 1;
+  /** Writes since the last checkpoint was asked for. */
+  private sinceAsked = 0;
+  /** Writes in all. */
   private writes = 0;
   private running: Promise<CheckpointResult> | undefined;
   private failed = false;
@@ -127,7 +133,8 @@ export class WalCheckpointer {
       if (m.error !== undefined) p?.reject(new Error(`WAL checkpoint failed: ${m.error}`));
       else {
         const log = m.log ?? 0;
-        if (log >= this.restartFrames) this.restartDue = true;
+        // Nothing written during it: the WAL is copied whole, and the next write starts it over by itself.
+        if (p) this.restartDue = log >= this.restartFrames && this.writes !== p.writesAtStart;
         p?.resolve({ log, checkpointed: m.checkpointed ?? 0 });
       }
     });
@@ -144,8 +151,9 @@ export class WalCheckpointer {
   wrote(): void {
     if (this.failed || this.closing) return;
     this.writes += 1;
-    if (this.writes < this.everyWrites || this.running) return;
-    this.writes = 0;
+    this.sinceAsked += 1;
+    if (this.sinceAsked < this.everyWrites || this.running) return;
+    this.sinceAsked = 0;
     this.checkpoint().catch((err: Error) => this.options.onError?.(err));
   }
 
@@ -154,15 +162,13 @@ export class WalCheckpointer {
    * to start over, a promise to await first (one more checkpoint, so that the write starts the WAL over).
    */
   beforeWrite(): Promise<void> | undefined {
-    if (!this.restartDue || this.failed || this.closing) return undefined;
+    // While one runs (a long one, maybe), the writer goes on; the one after it will tell.
+    if (!this.restartDue || this.running || this.failed || this.closing) return undefined;
     this.restartDue = false;
-    return (async () => {
-      // The one running copies frames up to where it started; the next copies the rest.
-      await this.running?.catch(() => undefined);
-      await this.checkpoint().catch((err: Error) => this.options.onError?.(err));
-      // That one found the WAL as long as before: the write about to start it over is what was due.
-      this.restartDue = false;
-    })();
+    return this.checkpoint().then(
+      () => undefined,
+      (err: Error) => this.options.onError?.(err),
+    );
   }
 
   /** Checkpoints now (or joins the one running). */
@@ -171,7 +177,8 @@ export class WalCheckpointer {
     if (this.running) return this.running;
     const id = this.nextId++;
     this.started += 1;
-    const run = new Promise<CheckpointResult>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    const writesAtStart = this.writes;
+    const run = new Promise<CheckpointResult>((resolve, reject) => this.pending.set(id, { resolve, reject, writesAtStart }));
     this.running = run;
     const done = () => {
       if (this.running === run) this.running = undefined;
