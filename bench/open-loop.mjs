@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+// Latency at a fixed rate: an open loop (requests sent on schedule, whatever the answers) through the
+// bare pass-through and Tollgate, optionally beside another build of Tollgate (--baseline DIR, a built
+// checkout), in alternating rounds, with each Tollgate's event-loop delay over the round. What the
+// latency table of `npm run bench` measures, at a rate you choose and with a build to compare against:
+// the way to tell whether a change moved the tail (bench/README.md, 2026-11-25, third session).
+//
+//   npm run build && node bench/open-loop.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
+//                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR]
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { installExitHandlers, onStopAll, pinning, probe, startChild, stopAll } from './lib/children.mjs';
+import { runLoad, runOpenLoop } from './lib/load.mjs';
+import { median, percentile } from './lib/report.mjs';
+import { sharedStores } from './lib/stores.mjs';
+import { CLI, benchDir, startBare, startTollgate } from './lib/targets.mjs';
+
+const { values: opt } = parseArgs({
+  options: {
+    deployment: { type: 'string', default: 'sqlite' },
+    mode: { type: 'string', default: 'json' },
+    rate: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '6' },
+    baseline: { type: 'string' },
+    'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+    'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+  },
+});
+const die = (message) => {
+  process.stderr.write(`open-loop: ${message}\n`);
+  process.exit(2);
+};
+if (!['sqlite', 'postgres-redis'].includes(opt.deployment)) die('--deployment takes sqlite or postgres-redis');
+if (!['json', 'sse'].includes(opt.mode)) die('--mode takes json or sse');
+if (!existsSync(CLI)) die('dist/cli.js is missing: run `npm run build` first');
+const baseline = opt.baseline === undefined ? undefined : path.resolve(opt.baseline);
+if (baseline && !existsSync(path.join(baseline, 'dist', 'cli.js'))) die(`--baseline ${baseline}: no dist/cli.js there (a checkout, built)`);
+const RATE = Number(opt.rate);
+const SECONDS = Number(opt.seconds);
+const ROUNDS = Number(opt.rounds);
+if (!(RATE >= 1 && RATE <= 20_000)) die('--rate 1..20000 requests a second');
+if (!(SECONDS > 0 && SECONDS <= 60)) die('--seconds 0..60');
+if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 50)) die('--rounds 1..50');
+
+// As in overhead.mjs: the measured proxies on the last CPU, this script and the upstream on the others.
+const pin = pinning('auto', die);
+
+installExitHandlers();
+const tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-open-loop-'));
+onStopAll(() => rmSync(tmp, { recursive: true, force: true }));
+try {
+  const { match: up } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], {
+    ready: /listening (\d+)/,
+    cpus: pin?.others,
+  });
+  const upstreamUrl = `http://127.0.0.1:${up[1]}`;
+  const loadPool = { connections: 16 };
+  const proxies = [await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy })];
+  for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
+    let store;
+    if (opt.deployment === 'postgres-redis') {
+      store = await sharedStores({ databaseUrl: opt['database-url'], redisUrl: opt['redis-url'] }, `openloop${build ? '_baseline' : ''}`);
+      onStopAll(store.drop);
+    }
+    proxies.push(await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool, cpus: pin?.proxy, baseline: build }));
+  }
+  for (const p of proxies) {
+    p.sent = 0;
+    await runLoad(p, opt.mode, 2000, 16); // warm-up
+  }
+  for (const p of proxies.slice(1)) await probe(p.child, 'eld-start');
+
+  process.stdout.write(
+    `open loop, ${opt.mode}, ${opt.deployment}: ${RATE} requests/s for ${SECONDS} s a round, ${ROUNDS} rounds, order reversed every other round\n` +
+      `latency in ms (request sent to last byte read); CPU µs a request; event-loop delay (Tollgate) in ms over the round\n\n`,
+  );
+  const header = ['round', 'proxy', 'p50', 'p90', 'p99', 'max', 'CPU µs/req', 'ELD p99', 'ELD max', 'behind ms'];
+  const rows = [];
+  const print = (cells) => process.stdout.write(cells.map((c, i) => (i < 2 ? String(c).padEnd(i ? 26 : 5) : String(c).padStart(10))).join(' ') + '\n');
+  print(header);
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const p of round % 2 ? proxies : [...proxies].reverse()) {
+      const c0 = (await p.cpu()).us;
+      const run = await runOpenLoop(p, opt.mode, RATE, SECONDS);
+      const cpu = ((await p.cpu()).us - c0) / run.latencies.length;
+      const sorted = Float64Array.from(run.latencies).sort();
+      const eld = p.kind === 'tollgate' ? (await probe(p.child, 'stats')).eld : undefined;
+      const row = {
+        round,
+        proxy: p.label,
+        p50: percentile(sorted, 50),
+        p90: percentile(sorted, 90),
+        p99: percentile(sorted, 99),
+        max: sorted[sorted.length - 1],
+        cpu,
+        eldP99: eld?.p99,
+        eldMax: eld?.max,
+        behind: run.behindMs,
+      };
+      rows.push(row);
+      const f = (n, d = 2) => (n === undefined ? '' : n.toFixed(d));
+      print([round, p.label, f(row.p50), f(row.p90), f(row.p99), f(row.max, 1), f(cpu, 0), f(row.eldP99, 1), f(row.eldMax, 1), f(row.behind, 1)]);
+    }
+  }
+  process.stdout.write('\nmedian over the rounds:\n');
+  print(header.map((h, i) => (i === 0 ? '' : h)));
+  for (const p of proxies) {
+    const mine = rows.filter((r) => r.proxy === p.label);
+    const m = (k, d = 2) => (mine[0][k] === undefined ? '' : median(mine.map((r) => r[k])).toFixed(d));
+    print(['', p.label, m('p50'), m('p90'), m('p99'), m('max', 1), m('cpu', 0), m('eldP99', 1), m('eldMax', 1), m('behind', 1)]);
+  }
+  const behind = Math.max(...rows.map((r) => r.behind));
+  if (behind > 5) process.stdout.write(`\nwarning: the load generator fell up to ${behind.toFixed(1)} ms behind its schedule\n`);
+  for (const p of proxies.slice(1)) {
+    const check = await p.ledgerCheck();
+    process.stdout.write(`ledger check (${p.label}): ${check.text} ${check.ok ? 'OK' : 'MISMATCH'}\n`);
+    if (!check.ok) process.exitCode = 1;
+  }
+} finally {
+  await stopAll();
+}
