@@ -7,15 +7,16 @@
 //
 //   npm run build && node bench/lone-request.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
 //                                                [--baseline DIR] [--rounds 6] [--round-ms 1500]
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { installExitHandlers, onStopAll, startChild, stopAll } from './lib/children.mjs';
 import { bodyFor } from './lib/load.mjs';
+import { checkBuildOptions, dieAs, storeOptions } from './lib/cli-options.mjs';
 import { sharedStores } from './lib/stores.mjs';
-import { CLI, benchDir, startTollgate } from './lib/targets.mjs';
+import { benchDir, startTollgate } from './lib/targets.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -24,19 +25,11 @@ const { values: opt } = parseArgs({
     baseline: { type: 'string' },
     rounds: { type: 'string', default: '6' },
     'round-ms': { type: 'string', default: '1500' },
-    'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
-    'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    ...storeOptions,
   },
 });
-const die = (message) => {
-  process.stderr.write(`lone-request: ${message}\n`);
-  process.exit(2);
-};
-if (!['sqlite', 'postgres-redis'].includes(opt.deployment)) die('--deployment takes sqlite or postgres-redis');
-if (!['json', 'sse'].includes(opt.mode)) die('--mode takes json or sse');
-if (!existsSync(CLI)) die('dist/cli.js is missing: run `npm run build` first');
-const baseline = opt.baseline === undefined ? undefined : path.resolve(opt.baseline);
-if (baseline && !existsSync(path.join(baseline, 'dist', 'cli.js'))) die(`--baseline ${baseline}: no dist/cli.js there (a checkout, built)`);
+const die = dieAs('lone-request');
+const baseline = checkBuildOptions(opt, die);
 const ROUNDS = Number(opt.rounds);
 const ROUND_MS = Number(opt['round-ms']);
 if (!(ROUNDS >= 1 && ROUNDS <= 100) || !(ROUND_MS >= 100 && ROUND_MS <= 60_000)) die('--rounds 1..100, --round-ms 100..60000');

@@ -7,15 +7,16 @@
 //
 //   npm run build && node bench/open-loop.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
 //                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR]
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { installExitHandlers, onStopAll, pinning, probe, startChild, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { median, percentile } from './lib/report.mjs';
+import { checkBuildOptions, dieAs, storeOptions } from './lib/cli-options.mjs';
 import { sharedStores } from './lib/stores.mjs';
-import { CLI, benchDir, startBare, startTollgate } from './lib/targets.mjs';
+import { benchDir, startBare, startTollgate } from './lib/targets.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -25,19 +26,11 @@ const { values: opt } = parseArgs({
     seconds: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '6' },
     baseline: { type: 'string' },
-    'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
-    'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    ...storeOptions,
   },
 });
-const die = (message) => {
-  process.stderr.write(`open-loop: ${message}\n`);
-  process.exit(2);
-};
-if (!['sqlite', 'postgres-redis'].includes(opt.deployment)) die('--deployment takes sqlite or postgres-redis');
-if (!['json', 'sse'].includes(opt.mode)) die('--mode takes json or sse');
-if (!existsSync(CLI)) die('dist/cli.js is missing: run `npm run build` first');
-const baseline = opt.baseline === undefined ? undefined : path.resolve(opt.baseline);
-if (baseline && !existsSync(path.join(baseline, 'dist', 'cli.js'))) die(`--baseline ${baseline}: no dist/cli.js there (a checkout, built)`);
+const die = dieAs('open-loop');
+const baseline = checkBuildOptions(opt, die);
 const RATE = Number(opt.rate);
 const SECONDS = Number(opt.seconds);
 const ROUNDS = Number(opt.rounds);

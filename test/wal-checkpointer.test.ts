@@ -33,6 +33,15 @@ function ledgerFile() {
   return { file, db, sqlite, write: () => insert.run('x'.repeat(3000)), close };
 }
 
+/** A checkpointer whose WAL holds more than its restartFrames (20) frames, none checkpointed yet. */
+function pastRestartFrames() {
+  const { db, write } = ledgerFile();
+  const c = startWalCheckpointer(db, { everyWrites: 1_000, restartFrames: 20 })!;
+  cleanups.push(() => c.close());
+  for (let i = 0; i < 30; i++) write();
+  return { c, write };
+}
+
 describe('WAL checkpoints on a thread of their own', () => {
   it('the writer stops checkpointing; the thread checkpoints every `everyWrites` writes and copies the whole WAL', async () => {
     const { db, sqlite, write } = ledgerFile();
@@ -55,10 +64,7 @@ describe('WAL checkpoints on a thread of their own', () => {
   });
 
   it('a checkpoint with no write during it leaves the WAL to start over at the next write, which waits for nothing', async () => {
-    const { db, write } = ledgerFile();
-    const c = startWalCheckpointer(db, { everyWrites: 1_000, restartFrames: 20 })!;
-    cleanups.push(() => c.close());
-    for (let i = 0; i < 30; i++) write();
+    const { c, write } = pastRestartFrames();
     const before = await c.checkpoint();
     expect(before.log).toBeGreaterThanOrEqual(20);
     expect(c.beforeWrite()).toBeUndefined();
@@ -68,10 +74,7 @@ describe('WAL checkpoints on a thread of their own', () => {
   });
 
   it('past restartFrames, when the writer wrote during the checkpoint, its next write waits for a short one and starts the WAL over', async () => {
-    const { db, write } = ledgerFile();
-    const c = startWalCheckpointer(db, { everyWrites: 1_000, restartFrames: 20 })!;
-    cleanups.push(() => c.close());
-    for (let i = 0; i < 30; i++) write();
+    const { c, write } = pastRestartFrames();
     const running = c.checkpoint();
     write(); // during it
     c.wrote();

@@ -1,0 +1,27 @@
+// Options shared by the bench scripts that run Tollgate in one deployment and mode, optionally beside
+// another build (lone-request.mjs, open-loop.mjs).
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { CLI } from './targets.mjs';
+
+/** parseArgs options: the PostgreSQL server and Redis of the postgres-redis deployment. */
+export const storeOptions = {
+  'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+  'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+};
+
+/** Prints `script: message` and exits 2. */
+export const dieAs = (script) => (message) => {
+  process.stderr.write(`${script}: ${message}\n`);
+  process.exit(2);
+};
+
+/** Checks --deployment, --mode, that this checkout is built and --baseline (a built checkout); the baseline's absolute path. */
+export function checkBuildOptions(opt, die) {
+  if (!['sqlite', 'postgres-redis'].includes(opt.deployment)) die('--deployment takes sqlite or postgres-redis');
+  if (!['json', 'sse'].includes(opt.mode)) die('--mode takes json or sse');
+  if (!existsSync(CLI)) die('dist/cli.js is missing: run `npm run build` first');
+  const baseline = opt.baseline === undefined ? undefined : path.resolve(opt.baseline);
+  if (baseline && !existsSync(path.join(baseline, 'dist', 'cli.js'))) die(`--baseline ${baseline}: no dist/cli.js there (a checkout, built)`);
+  return baseline;
+}
