@@ -82,8 +82,10 @@ describe('WAL checkpoints on a thread of their own', () => {
     const before = await running;
     expect(before.log).toBeGreaterThanOrEqual(20);
 
+    const asked = c.started;
     const wait = c.beforeWrite();
     expect(wait).toBeInstanceOf(Promise);
+    expect(c.started).toBe(asked + 1); // the write waits for a checkpoint of its own
     await wait;
     expect(c.beforeWrite()).toBeUndefined(); // once
     write();
@@ -91,29 +93,37 @@ describe('WAL checkpoints on a thread of their own', () => {
     expect(after.log).toBeLessThanOrEqual(4);
   });
 
-  it('below restartFrames no write waits', async () => {
+  it('below restartFrames no write waits, even when the writer wrote during the checkpoint', async () => {
     const { db, write } = ledgerFile();
     const c = startWalCheckpointer(db, { everyWrites: 1_000, restartFrames: 10_000 })!;
     cleanups.push(() => c.close());
     for (let i = 0; i < 5; i++) write();
-    await c.checkpoint();
+    const running = c.checkpoint();
+    write(); // during it
+    c.wrote();
+    await running;
     expect(c.beforeWrite()).toBeUndefined();
   });
 
-  it('close() stops the thread; the last connection to close leaves every write in the database file', async () => {
+  it('close() stops the thread, whose connection, closed last, leaves every write in the database file', async () => {
     const { file, db, write, close } = ledgerFile();
     const c = startWalCheckpointer(db)!;
     for (let i = 0; i < 50; i++) {
       write();
       c.wrote();
     }
+    await c.checkpoint(); // the thread's connection is open, as in a running gateway
+    for (let i = 0; i < 10; i++) write(); // in the WAL only
+    // As the gateway closes: the ledger's connection first, then the thread's, which is the last and
+    // copies the whole WAL into the database file.
+    await close();
+    expect(existsSync(`${file}-wal`)).toBe(true);
     await c.close();
     await c.close(); // twice is fine
     await expect(c.checkpoint()).rejects.toThrow(/not running/);
-    await close();
     expect(existsSync(`${file}-wal`)).toBe(false);
     const reopened = new BetterSqlite3(file, { readonly: true });
-    expect(reopened.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 50 });
+    expect(reopened.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 60 });
     reopened.close();
   });
 

@@ -81,10 +81,12 @@ interface Pending {
  * The WAL starts over from its beginning only when a write begins with every frame of it copied.
  * A checkpoint during which the writer wrote nothing leaves it so; beside a busy writer that is rare,
  * and the file would only grow. So when a checkpoint finds `restartFrames` frames or more and the
- * writer wrote meanwhile, the writer's next write (once no checkpoint runs) first waits, without
- * holding up the event loop, for one more checkpoint: a short one, as it copies only what was written
- * during the last; the write then starts the WAL over. A few milliseconds' wait for the charges of one
- * commit, every few thousand commits.
+ * writer wrote meanwhile (or a reader kept it from copying them all), the writer's next write (once
+ * no checkpoint runs) first waits, without holding up the event loop, for one more checkpoint: a short
+ * one, as it copies only what was written during the last; the write then starts the WAL over. A few
+ * milliseconds' wait for the charges of one commit, every few thousand commits. Only group commits
+ * are counted (`wrote()`): the ledger's other writes (admin work) are few, and the next checkpoint
+ * copies them too.
  *
  * If the thread fails, SQLite's own checkpoints come back on (`wal_autocheckpoint = 1000`) and
  * `onError` is told. The thread never keeps the process alive.
@@ -133,8 +135,9 @@ export class WalCheckpointer {
       if (m.error !== undefined) p?.reject(new Error(`WAL checkpoint failed: ${m.error}`));
       else {
         const log = m.log ?? 0;
-        // Nothing written during it: the WAL is copied whole, and the next write starts it over by itself.
-        if (p) this.restartDue = log >= this.restartFrames && this.writes !== p.writesAtStart;
+        // Copied whole with nothing written during it: the next write starts the WAL over by itself.
+        const whole = (m.checkpointed ?? 0) >= log && this.writes === p?.writesAtStart;
+        if (p) this.restartDue = log >= this.restartFrames && !whole;
         p?.resolve({ log, checkpointed: m.checkpointed ?? 0 });
       }
     });
@@ -154,7 +157,7 @@ export class WalCheckpointer {
     this.sinceAsked += 1;
     if (this.sinceAsked < this.everyWrites || this.running) return;
     this.sinceAsked = 0;
-    this.checkpoint().catch((err: Error) => this.options.onError?.(err));
+    this.checkpoint().catch((err: Error) => this.report(err));
   }
 
   /**
@@ -167,7 +170,7 @@ export class WalCheckpointer {
     this.restartDue = false;
     return this.checkpoint().then(
       () => undefined,
-      (err: Error) => this.options.onError?.(err),
+      (err: Error) => this.report(err),
     );
   }
 
@@ -204,6 +207,11 @@ export class WalCheckpointer {
       this.rejectPending(new Error('the WAL checkpoint thread was closed'));
     })();
     return this.closing;
+  }
+
+  /** A checkpoint that failed; one the thread's end took with it was told by fail(). */
+  private report(err: Error): void {
+    if (!this.failed && !this.closing) this.options.onError?.(err);
   }
 
   private fail(err: Error): void {
