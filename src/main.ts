@@ -25,6 +25,7 @@ import { CachedAccounts } from './ledger/cached-accounts.js';
 import { CachedKeys } from './ledger/cached-keys.js';
 import { openDatabase } from './ledger/database.js';
 import { startWalCheckpointer } from './ledger/wal-checkpointer.js';
+import { settledWithin } from './settled-within.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
 import { toChargeRecord, UNWRITTEN_CHARGE } from './ledger/charge-record.js';
 import type { Charge, Ledger, LedgerUpdate } from './ledger/ledger.js';
@@ -143,9 +144,7 @@ async function startChangeFeed(config: Config, redis: RedisConnections | undefin
     },
   });
   feed.start();
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([feed.untilLive(), new Promise((resolve) => (timer = setTimeout(resolve, FEED_START_WAIT_MS)))]);
-  clearTimeout(timer);
+  await settledWithin(feed.untilLive(), FEED_START_WAIT_MS);
   if (!feed.live) logger.warn('change feed not live yet (Redis does not answer): caches keep entries ≤ 1 s until it is');
   return feed;
 }
@@ -341,7 +340,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         clearTimeout(grace);
         clearInterval(idleSweep);
         // Crossings seen so far are claimed while the ledger is open; what is due goes out (bounded).
-        await Promise.race([detector.idle(), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+        await settledWithin(detector.idle(), 2_000, { unref: true });
         unwritten = await ledger.close();
         await checkpointer?.close();
         await sender.close();

@@ -4,6 +4,7 @@ import type { Clock, Timer } from '../clock.js';
 import type { Logger } from '../observability/logger.js';
 import type { AlertEvent, AlertEventType, WebhookAdmin, WebhookStatus, WebhookTestResult } from './alerts.js';
 import { signatureHeader } from './webhook-signature.js';
+import { settledWithin } from '../settled-within.js';
 
 export interface WebhookTarget {
   id: string;
@@ -180,9 +181,7 @@ export class WebhookSender implements WebhookAdmin {
         }
       }
     }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.idle(), new Promise((resolve) => (timer = setTimeout(resolve, deadlineMs).unref()))]);
-    clearTimeout(timer);
+    await settledWithin(this.idle(), deadlineMs, { unref: true });
     const left = this.targets.reduce((n, t) => n + t.pending.size, 0);
     for (const t of this.targets) {
       for (const d of t.pending) d.abort?.abort();

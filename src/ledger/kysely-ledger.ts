@@ -3,6 +3,7 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { CommitWriter } from './commit-writer.js';
 import { listAccounts, listGenerations, spend } from './report-queries.js';
 import { big, bool, flag, num, toAccount, toGeneration } from './rows.js';
+import { settledWithin } from '../settled-within.js';
 import type {
   Account,
   AccountQuery,
@@ -703,9 +704,7 @@ export class KyselyLedger implements Ledger {
     const unwritten = [...this.pendingCharges.values()].map((p) => p.charge);
     // A database that stopped answering mid-transaction can keep its connection busy for good: the
     // unwritten charges are answered whether or not the pool closes in time.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.db.destroy().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, DESTROY_WAIT_MS)))]);
-    clearTimeout(timer);
+    await settledWithin(this.db.destroy(), DESTROY_WAIT_MS);
     return unwritten;
   }
 }

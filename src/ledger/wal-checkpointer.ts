@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
+import { settledWithin } from '../settled-within.js';
 import { sqliteHandleOf } from './database.js';
 import type { Database } from './schema.js';
 
@@ -181,17 +182,16 @@ export class WalCheckpointer {
     const id = this.nextId++;
     this.started += 1;
     const writesAtStart = this.writes;
-    const run = new Promise<CheckpointResult>((resolve, reject) => this.pending.set(id, { resolve, reject, writesAtStart }));
+    const run: Promise<CheckpointResult> = new Promise<CheckpointResult>((resolve, reject) => this.pending.set(id, { resolve, reject, writesAtStart })).finally(
+      () => {
+        if (this.running === run) this.running = undefined;
+        if (this.pending.size === 0) this.worker.unref();
+      },
+    );
     this.running = run;
-    const done = () => {
-      if (this.running === run) this.running = undefined;
-    };
-    run.then(done, done);
     this.worker.ref(); // an answer is awaited
     this.worker.postMessage({ id });
-    return run.finally(() => {
-      if (this.pending.size === 0) this.worker.unref();
-    });
+    return run;
   }
 
   /** Stops the thread, which closes its connection (the last one to close checkpoints the whole WAL). */
@@ -199,10 +199,7 @@ export class WalCheckpointer {
     this.closing ??= (async () => {
       if (!this.failed) {
         this.worker.postMessage({ stop: true });
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), CLOSE_WAIT_MS)));
-        if (await Promise.race([this.exited.then(() => false), late])) await this.worker.terminate();
-        clearTimeout(timer);
+        if (!(await settledWithin(this.exited, CLOSE_WAIT_MS))) await this.worker.terminate();
       }
       this.rejectPending(new Error('the WAL checkpoint thread was closed'));
     })();
