@@ -14,9 +14,8 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { installExitHandlers, onStopAll, startChild, stopAll } from './lib/children.mjs';
 import { bodyFor } from './lib/load.mjs';
-import { checkBuildOptions, dieAs, storeOptions } from './lib/cli-options.mjs';
-import { sharedStores } from './lib/stores.mjs';
-import { benchDir, startTollgate } from './lib/targets.mjs';
+import { checkBuildOptions, dieAs, startBuilds, storeOptions } from './lib/cli-options.mjs';
+import { benchDir } from './lib/targets.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -42,13 +41,7 @@ try {
   const upstreamUrl = `http://127.0.0.1:${up[1]}`;
   const unused = new Pool('http://127.0.0.1:9', {}); // startTollgate's load pool: this script sends through its own
   const targets = [];
-  for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
-    let store;
-    if (opt.deployment === 'postgres-redis') {
-      store = await sharedStores({ databaseUrl: opt['database-url'], redisUrl: opt['redis-url'] }, `lone${build ? '_baseline' : ''}`);
-      onStopAll(store.drop);
-    }
-    const t = await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool: unused, baseline: build });
+  for (const t of await startBuilds(opt, baseline, { tag: 'lone', upstreamUrl, tmp, loadPool: unused })) {
     targets.push({ t, pool: new Pool(t.base, { connections: 1 }), body: bodyFor(t.model, opt.mode), n: 0, cpuUs: 0, lat: [] });
   }
   const one = async (x) => {

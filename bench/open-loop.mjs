@@ -14,9 +14,8 @@ import { parseArgs } from 'node:util';
 import { installExitHandlers, onStopAll, pinning, probe, startChild, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { median, percentile } from './lib/report.mjs';
-import { checkBuildOptions, dieAs, storeOptions } from './lib/cli-options.mjs';
-import { sharedStores } from './lib/stores.mjs';
-import { benchDir, startBare, startTollgate } from './lib/targets.mjs';
+import { checkBuildOptions, dieAs, startBuilds, storeOptions } from './lib/cli-options.mjs';
+import { benchDir, startBare } from './lib/targets.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -51,20 +50,14 @@ try {
   });
   const upstreamUrl = `http://127.0.0.1:${up[1]}`;
   const loadPool = { connections: 16 };
-  const proxies = [await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy })];
-  for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
-    let store;
-    if (opt.deployment === 'postgres-redis') {
-      store = await sharedStores({ databaseUrl: opt['database-url'], redisUrl: opt['redis-url'] }, `openloop${build ? '_baseline' : ''}`);
-      onStopAll(store.drop);
-    }
-    proxies.push(await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool, cpus: pin?.proxy, baseline: build }));
-  }
+  const bare = await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy });
+  const tollgates = await startBuilds(opt, baseline, { tag: 'openloop', upstreamUrl, tmp, loadPool, cpus: pin?.proxy });
+  const proxies = [bare, ...tollgates];
   for (const p of proxies) {
     p.sent = 0;
     await runLoad(p, opt.mode, 2000, 16); // warm-up
   }
-  for (const p of proxies.slice(1)) await probe(p.child, 'eld-start');
+  for (const p of tollgates) await probe(p.child, 'eld-start');
 
   process.stdout.write(
     `open loop, ${opt.mode}, ${opt.deployment}: ${RATE} requests/s for ${SECONDS} s a round, ${ROUNDS} rounds, order reversed every other round\n` +
@@ -80,7 +73,7 @@ try {
       const run = await runOpenLoop(p, opt.mode, RATE, SECONDS);
       const cpu = ((await p.cpu()).us - c0) / run.latencies.length;
       const sorted = Float64Array.from(run.latencies).sort();
-      const eld = p.kind === 'tollgate' ? (await probe(p.child, 'stats')).eld : undefined;
+      const eld = p === bare ? undefined : (await probe(p.child, 'stats')).eld;
       const row = {
         round,
         proxy: p.label,
@@ -107,7 +100,7 @@ try {
   }
   const behind = Math.max(...rows.map((r) => r.behind));
   if (behind > 5) process.stdout.write(`\nwarning: the load generator fell up to ${behind.toFixed(1)} ms behind its schedule\n`);
-  for (const p of proxies.slice(1)) {
+  for (const p of tollgates) {
     const check = await p.ledgerCheck();
     process.stdout.write(`ledger check (${p.label}): ${check.text} ${check.ok ? 'OK' : 'MISMATCH'}\n`);
     if (!check.ok) process.exitCode = 1;

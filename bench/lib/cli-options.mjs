@@ -2,7 +2,9 @@
 // another build (lone-request.mjs, open-loop.mjs).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { CLI } from './targets.mjs';
+import { onStopAll } from './children.mjs';
+import { sharedStores } from './stores.mjs';
+import { CLI, startTollgate } from './targets.mjs';
 
 /** parseArgs options: the PostgreSQL server and Redis of the postgres-redis deployment. */
 export const storeOptions = {
@@ -24,4 +26,21 @@ export function checkBuildOptions(opt, die) {
   const baseline = opt.baseline === undefined ? undefined : path.resolve(opt.baseline);
   if (baseline && !existsSync(path.join(baseline, 'dist', 'cli.js'))) die(`--baseline ${baseline}: no dist/cli.js there (a checkout, built)`);
   return baseline;
+}
+
+/**
+ * A paid Tollgate of this build in `opt.deployment` and, with a baseline, one of that build: each its own
+ * ledger (a PostgreSQL database and Redis prefix named after `tag`, dropped at the end, on postgres-redis).
+ */
+export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPool, cpus }) {
+  const targets = [];
+  for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
+    let store;
+    if (opt.deployment === 'postgres-redis') {
+      store = await sharedStores({ databaseUrl: opt['database-url'], redisUrl: opt['redis-url'] }, `${tag}${build ? '_baseline' : ''}`);
+      onStopAll(store.drop);
+    }
+    targets.push(await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool, cpus, baseline: build }));
+  }
+  return targets;
 }
