@@ -284,11 +284,13 @@ export class ChatService {
   }
 
   /**
-   * The relayed stream: chunks in the gateway's shape, then one usage chunk with the cost, then
-   * done. An upstream failure after output became the spec's error event; a client that goes away
-   * (the consumer stops, or `signal` aborts) is charged for what was delivered. Settles once.
+   * The relayed stream: chunks in the gateway's shape (yielded, one item an upstream read), then one
+   * usage chunk with the cost and done, or, for an upstream failure after output, the spec's error
+   * event: the closing events are the generator's return value, so that they go out with the end of
+   * the response in one write. A client that goes away (the consumer stops, or `signal` aborts) is
+   * charged for what was delivered. Settles once.
    */
-  async *relay(started: Started, signal: CancelSignal): AsyncGenerator<SseText> {
+  async *relay(started: Started, signal: CancelSignal): AsyncGenerator<SseText, SseText | undefined> {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'stream') throw new GatewayError('internal', 'expected a stream');
     const head = chunkHead(served);
@@ -334,7 +336,7 @@ export class ChatService {
       // The usage chunk completes the answer: it goes out once the charge is durable (CONTRACT §8).
       await durable;
       const usage = usageBody(billed.usage, cost, routed.isByok, billed.source === 'upstream' ? upstreamUsageRaw : undefined);
-      yield `data: ${JSON.stringify(usageChunk(served, usage))}\n\ndata: [DONE]\n\n`;
+      return `data: ${JSON.stringify(usageChunk(served, usage))}\n\ndata: [DONE]\n\n`;
     } catch (err) {
       const cancelled = signal.aborted;
       finish = cancelled ? finish : 'error';
@@ -351,7 +353,7 @@ export class ChatService {
       const metadata: ErrorMetadata = { error_type: errorTypeOf(failure), provider_name: served.provider };
       if (failure.code !== undefined) metadata.provider_code = failure.code;
       const message = cancelled ? failure.message : `upstream stream ended with an error: ${failure.message}`;
-      yield `data: ${JSON.stringify(errorChunk(served, code, message, metadata))}\n\n`;
+      return `data: ${JSON.stringify(errorChunk(served, code, message, metadata))}\n\n`;
     } finally {
       // The consumer stopped early (the client went away): charge what was delivered.
       if (!ended) settle(true);

@@ -2,10 +2,12 @@ import type { ServerResponse } from 'node:http';
 import type { SseText } from '../chat/chat-service.js';
 
 /**
- * Writes a relayed stream as server-sent events, honouring backpressure: each item (the events of
- * one upstream read) is one write. Stops (and so lets the producer settle) when the client goes away.
+ * Writes a relayed stream as server-sent events, honouring backpressure: each item yielded (the events
+ * of one upstream read) is one write, and the generator's return value (the closing events) goes out
+ * with the end of the response, in one write. Stops (and so lets the producer settle) when the client
+ * goes away.
  */
-export async function writeSse(raw: ServerResponse, headers: Record<string, string>, items: AsyncGenerator<SseText>): Promise<void> {
+export async function writeSse(raw: ServerResponse, headers: Record<string, string>, items: AsyncGenerator<SseText, SseText | undefined>): Promise<void> {
   // The headers go out with the first events (the route starts the stream once output arrived).
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -14,14 +16,23 @@ export async function writeSse(raw: ServerResponse, headers: Record<string, stri
     'x-accel-buffering': 'no',
     ...headers,
   });
+  let closing: SseText | undefined;
   try {
-    for await (const text of items) {
+    for (;;) {
+      const item = await items.next();
       if (raw.destroyed) break;
-      if (!raw.write(text)) await drainedOrClosed(raw);
+      if (item.done) {
+        closing = item.value;
+        break;
+      }
+      if (!raw.write(item.value)) await drainedOrClosed(raw);
     }
   } finally {
     await items.return(undefined);
-    if (!raw.destroyed) raw.end();
+    if (!raw.destroyed) {
+      if (closing) raw.end(closing);
+      else raw.end();
+    }
   }
 }
 
