@@ -1,15 +1,27 @@
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { sseBatches } from '../src/providers/openai/sse-batches.js';
+import type { BodyReader, UpstreamBody } from '../src/providers/openai/upstream-response.js';
 
 // The upstream's bytes come in reads that split wherever the network split them: a character of
 // several bytes, or the byte-order mark some servers open a stream with, must not change an event.
 
+/** A body that delivers `reads` as they are, then ends. */
+function bodyOf(reads: Buffer[]): UpstreamBody {
+  return {
+    read(reader: BodyReader) {
+      for (const r of reads) reader.data(r);
+      reader.end();
+    },
+    text: () => Promise.reject(new Error('not read as text')),
+    pause: () => undefined,
+    resume: () => undefined,
+    paused: false,
+    destroy: () => undefined,
+  };
+}
+
 async function eventsOf(reads: Buffer[]): Promise<string[]> {
-  const body = new PassThrough();
-  const batches = sseBatches(body, { toEvent: (data) => data, toError: (err) => err, onEnded: () => undefined });
-  for (const r of reads) body.write(r);
-  body.end();
+  const batches = sseBatches<string>(bodyOf(reads), { toEvent: (data) => data, toError: (err) => err, onEnded: () => undefined });
   const out: string[] = [];
   for await (const batch of batches) out.push(...batch);
   return out;

@@ -6,6 +6,7 @@ import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type Provide
 import { plainStreamEvent, streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
 import { sseBatches } from './sse-batches.js';
+import { requestUpstream, type UpstreamBody, type UpstreamResponse } from './upstream-response.js';
 import { describeUpstreamError, redactSecrets } from './upstream-error.js';
 import type { CancelSignal } from '../../cancellation.js';
 
@@ -19,18 +20,6 @@ export interface OpenAiProviderOptions {
 }
 
 const MAX_ERROR_BODY = 64 * 1024;
-
-async function readText(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  let text = '';
-  for await (const chunk of body) {
-    text += (chunk as Buffer).toString('utf8');
-    if (text.length > limit) {
-      body.destroy();
-      break;
-    }
-  }
-  return text;
-}
 
 function failureFromError(err: unknown, callerAborted: boolean): ProviderFailure {
   if (callerAborted) return { kind: 'network', message: 'request aborted' };
@@ -86,23 +75,19 @@ export class OpenAiProvider implements ProviderAdapter {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: call.stream ? 'text/event-stream' : 'application/json' };
     if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
 
-    let res: Dispatcher.ResponseData;
+    let res: UpstreamResponse;
     try {
-      res = await this.options.pool.request({
-        method: 'POST',
-        path: this.path,
-        headers,
-        body,
+      res = await requestUpstream(
+        this.options.pool,
+        { method: 'POST', path: this.path, headers, body, headersTimeout: timeouts.firstByte, bodyTimeout: timeouts.idle },
         signal,
-        headersTimeout: timeouts.firstByte,
-        bodyTimeout: timeouts.idle,
-      });
+      );
     } catch (err) {
       throw new ProviderError(failureFromError(err, call.signal.aborted));
     }
 
     if (res.statusCode < 200 || res.statusCode >= 300) {
-      const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '');
+      const text = await res.body.text(MAX_ERROR_BODY).catch(() => '');
       const wait = retryAfterMs(res.headers, clock.now());
       const failure: ProviderFailure = {
         kind: res.statusCode === 429 ? 'rate_limited' : 'http',
@@ -140,12 +125,7 @@ export class OpenAiProvider implements ProviderAdapter {
   }
 
   /** The upstream's events, a batch per read; ends at `data: [DONE]` or when the upstream closes. */
-  private readStream(
-    body: Dispatcher.ResponseData['body'],
-    callerSignal: CancelSignal,
-    sentKey: string | undefined,
-    timeout: CallTimeout,
-  ): AsyncIterable<StreamEvent[]> {
+  private readStream(body: UpstreamBody, callerSignal: CancelSignal, sentKey: string | undefined, timeout: CallTimeout): AsyncIterable<StreamEvent[]> {
     return sseBatches(body, {
       toEvent: (data) => this.event(data, sentKey),
       toError: (err) => (err instanceof ProviderError ? err : new ProviderError(failureFromError(err, callerSignal.aborted))),

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import type { UpstreamBody } from './upstream-response.js';
 import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
 
@@ -20,7 +20,7 @@ export interface SseBatchesOptions<T> {
  * so that the connection is kept for the next request instead of being torn down. A consumer that
  * stops early (`return`) destroys the body.
  */
-export function sseBatches<T>(body: Readable, options: SseBatchesOptions<T>): AsyncIterableIterator<T[]> {
+export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>): AsyncIterableIterator<T[]> {
   const queue: T[][] = [];
   let batch: T[] = [];
   let finished = false;
@@ -35,7 +35,6 @@ export function sseBatches<T>(body: Readable, options: SseBatchesOptions<T>): As
   const finish = () => {
     if (finished) return;
     finished = true;
-    body.off('data', onData);
     options.onEnded();
   };
 
@@ -61,6 +60,8 @@ export function sseBatches<T>(body: Readable, options: SseBatchesOptions<T>): As
   const decoder = new StringDecoder('utf8');
   let started = false;
   const onData = (buf: Buffer) => {
+    // Past [DONE]: whatever is left of the body is read and dropped.
+    if (finished) return;
     let text = decoder.write(buf);
     if (!started && text.length > 0) {
       started = true;
@@ -75,28 +76,24 @@ export function sseBatches<T>(body: Readable, options: SseBatchesOptions<T>): As
       notify();
     }
     if (finished) {
-      // Past [DONE]: whatever is left of the body is read and dropped.
-      body.resume();
+      if (body.paused) body.resume();
       notify();
     }
   };
-  body.on('data', onData);
-  body.on('end', () => {
-    finish();
-    notify();
-  });
-  body.on('error', (err) => {
-    if (!finished) {
-      failure = options.toError(err);
-      failed = true;
+  body.read({
+    data: onData,
+    end: () => {
       finish();
-    }
-    notify();
-  });
-  body.on('close', () => {
-    // Closed without an end or an error (destroyed): nothing more will come.
-    if (!finished) finish();
-    notify();
+      notify();
+    },
+    error: (err) => {
+      if (!finished) {
+        failure = options.toError(err);
+        failed = true;
+        finish();
+      }
+      notify();
+    },
   });
 
   const iterator: AsyncIterableIterator<T[]> = {
@@ -107,7 +104,7 @@ export function sseBatches<T>(body: Readable, options: SseBatchesOptions<T>): As
           // brings many chunks of the chunked encoding, each its own 'data' event).
           const next = queue.length === 1 ? (queue[0] as T[]) : queue.flat();
           queue.length = 0;
-          if (body.isPaused() && !finished) body.resume();
+          if (body.paused && !finished) body.resume();
           return { done: false, value: next };
         }
         if (failed) {
