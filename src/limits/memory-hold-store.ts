@@ -1,14 +1,18 @@
 import type { Clock } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
 import { ExpiryHeap } from './expiry-heap.js';
+import { SettlingQueue } from './settling-queue.js';
 import type { AccountSnapshot, AdmitRequest, AdmitResult, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
 import { budgetOf, keyPeriodUsage, keyUsed, moneyOf, type PendingCharge, type UsageField } from './money-view.js';
 
-interface Hold extends HoldView {
+/** A running request's hold: it counts until its lease ends (renewed while the request runs). */
+interface Hold {
+  amount: Nano;
+  until: number;
   version: number;
 }
 
-/** A scope's holds with their running total and a heap of deadlines (O(log n) a request). */
+/** A scope's running holds with their total and a heap of lease ends (O(log n) a request). */
 interface Scope {
   total: Nano;
   holds: Map<string, Hold>;
@@ -21,6 +25,8 @@ interface AccountState {
   keys: Map<string, UsageField>;
   pending: Map<string, PendingCharge & { until: number }>;
   scopes: Map<string, Scope>;
+  /** The in-flight budget's settling holds: ended requests' actual costs, for the settlement window. */
+  settling: SettlingQueue;
 }
 
 /** Accounts kept at most before the idle ones are forgotten (their snapshots reload from the ledger). */
@@ -43,7 +49,7 @@ export class MemoryHoldStore implements HoldStore {
     let s = this.accounts.get(accountId);
     if (!s) {
       if (this.accounts.size >= MAX_ACCOUNTS) this.forgetIdle();
-      s = { account: undefined, keys: new Map(), pending: new Map(), scopes: new Map() };
+      s = { account: undefined, keys: new Map(), pending: new Map(), scopes: new Map(), settling: new SettlingQueue() };
       this.accounts.set(accountId, s);
     }
     return s;
@@ -54,7 +60,7 @@ export class MemoryHoldStore implements HoldStore {
     const now = this.clock.now();
     for (const [id] of this.accounts) {
       const s = this.live(id, now);
-      if (s.scopes.size === 0 && s.pending.size === 0) this.accounts.delete(id);
+      if (s.scopes.size === 0 && s.pending.size === 0 && s.settling.size === 0) this.accounts.delete(id);
     }
   }
 
@@ -76,6 +82,7 @@ export class MemoryHoldStore implements HoldStore {
       }
       if (scope.holds.size === 0) s.scopes.delete(name);
     }
+    s.settling.expire(now);
     return s;
   }
 
@@ -84,7 +91,7 @@ export class MemoryHoldStore implements HoldStore {
     scope.total -= h.amount;
   }
 
-  private put(s: AccountState, name: string, id: string, amount: Nano, until: number, settling: boolean): void {
+  private put(s: AccountState, name: string, id: string, amount: Nano, until: number): void {
     let scope = s.scopes.get(name);
     if (!scope) {
       scope = { total: 0n, holds: new Map(), expiries: new ExpiryHeap() };
@@ -93,7 +100,7 @@ export class MemoryHoldStore implements HoldStore {
     const old = scope.holds.get(id);
     if (old) this.drop(scope, id, old);
     const version = ++this.version;
-    scope.holds.set(id, { amount, until, settling, version });
+    scope.holds.set(id, { amount, until, version });
     scope.total += amount;
     scope.expiries.push({ at: until, id, version });
   }
@@ -116,6 +123,18 @@ export class MemoryHoldStore implements HoldStore {
     return s.scopes.get(name)?.total ?? 0n;
   }
 
+  /** What the in-flight budget holds: running requests' estimates and settling actual costs. */
+  private budgetHeld(s: AccountState): Nano {
+    return this.held(s, BUDGET) + s.settling.total;
+  }
+
+  private budgetHolds(s: AccountState): HoldView[] {
+    const holds: HoldView[] = [];
+    for (const h of s.scopes.get(BUDGET)?.holds.values() ?? []) holds.push({ amount: h.amount, until: h.until, settling: false });
+    for (const h of s.settling.entries()) holds.push({ amount: h.amount, until: h.until, settling: true });
+    return holds;
+  }
+
   async admit(req: AdmitRequest): Promise<AdmitResult> {
     const now = this.clock.now();
     const s = this.live(req.accountId, now);
@@ -136,24 +155,24 @@ export class MemoryHoldStore implements HoldStore {
     const budget = req.budget ? budgetOf(req.budget, balance) : undefined;
     if (req.budget && budget !== undefined) {
       if (req.budget.amount > budget) return { ok: false, refused: 'weight', budget };
-      const held = this.held(s, BUDGET);
-      if (held + req.budget.amount > budget) {
-        const holds = [...(s.scopes.get(BUDGET)?.holds.values() ?? [])].map((h) => ({ amount: h.amount, until: h.until, settling: h.settling }));
-        return { ok: false, refused: 'budget', budget, held, holds, now };
-      }
+      const held = this.budgetHeld(s);
+      if (held + req.budget.amount > budget) return { ok: false, refused: 'budget', budget, held, holds: this.budgetHolds(s), now };
     }
     const until = now + req.leaseMs;
-    if (req.key) this.put(s, keyScope(req.key.hash), req.id, req.key.amount, until, false);
-    if (req.balance !== undefined) this.put(s, BALANCE, req.id, req.balance, until, false);
-    if (req.budget && budget !== undefined) this.put(s, BUDGET, req.id, req.budget.amount, until, false);
+    if (req.key) this.put(s, keyScope(req.key.hash), req.id, req.key.amount, until);
+    if (req.balance !== undefined) this.put(s, BALANCE, req.id, req.balance, until);
+    if (req.budget && budget !== undefined) {
+      s.settling.take(req.id); // a hold is kept per request id, whatever it was
+      this.put(s, BUDGET, req.id, req.budget.amount, until);
+    }
     return { ok: true, now, balance };
   }
 
   async settle(req: SettleRequest): Promise<void> {
     const now = this.clock.now();
     const s = this.live(req.accountId, now);
-    const hadBudget = this.remove(s, BUDGET, req.id) !== undefined;
-    if (hadBudget && req.cost > 0n) this.put(s, BUDGET, req.id, req.cost, now + req.windowMs, true);
+    const hadBudget = this.remove(s, BUDGET, req.id) !== undefined || s.settling.take(req.id);
+    if (hadBudget && req.cost > 0n) s.settling.add(req.id, req.cost, now + req.windowMs);
     this.remove(s, BALANCE, req.id);
     this.remove(s, keyScope(req.keyHash), req.id);
     if (req.cost > 0n || req.byokUsage > 0n) {
@@ -167,7 +186,7 @@ export class MemoryHoldStore implements HoldStore {
     const until = now + leaseMs;
     for (const [name, scope] of s.scopes) {
       const h = scope.holds.get(id);
-      if (h && !h.settling && h.until < until) this.put(s, name, id, h.amount, until, false);
+      if (h && h.until < until) this.put(s, name, id, h.amount, until);
     }
     const p = s.pending.get(id);
     if (p && p.until < until) p.until = until;
@@ -202,7 +221,7 @@ export class MemoryHoldStore implements HoldStore {
         keyUsage.set(period, keyPeriodUsage(field, key.hash, period, s.pending.values()));
       }
     }
-    return { balance, totalUsage, keyUsage, budgetHeld: this.held(s, BUDGET), runningHeld: this.held(s, BALANCE) };
+    return { balance, totalUsage, keyUsage, budgetHeld: this.budgetHeld(s), runningHeld: this.held(s, BALANCE) };
   }
 
   async close(): Promise<void> {
