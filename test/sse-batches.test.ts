@@ -23,7 +23,7 @@ function bodyOf(reads: Buffer[]): UpstreamBody {
 async function eventsOf(reads: Buffer[]): Promise<string[]> {
   const batches = sseBatches<string>(bodyOf(reads), { toEvent: (data) => data, toError: (err) => err, onEnded: () => undefined });
   const out: string[] = [];
-  for await (const batch of batches) out.push(...batch);
+  for await (const batch of batches) out.push(...batch.events);
   return out;
 }
 
@@ -49,5 +49,71 @@ describe('reading server-sent events from the upstream', () => {
     for (const size of [1, 2, 4, 64]) {
       expect(await eventsOf(cut(bytes, size)), `reads of ${size} bytes`).toEqual(['{"content":"héllo 👋 wörld"}', '{"content":"日本語"}']);
     }
+  });
+});
+
+/** A body whose reads the test hands over one at a time. */
+function manualBody(): { body: UpstreamBody; reader: () => BodyReader } {
+  let reader: BodyReader | undefined;
+  const body: UpstreamBody = {
+    read: (r) => void (reader = r),
+    text: () => Promise.reject(new Error('not read as text')),
+    pause: () => undefined,
+    resume: () => undefined,
+    paused: false,
+    destroy: () => undefined,
+  };
+  return {
+    body,
+    reader: () => {
+      if (!reader) throw new Error('not read yet');
+      return reader;
+    },
+  };
+}
+
+describe('a batch says whether the stream ended with it (the relay then sends it with its closing events)', () => {
+  const options = { toEvent: (data: string) => data, toError: (err: unknown) => err, onEnded: () => undefined };
+
+  it('the read that brings data: [DONE] is last; the reads before it are not', async () => {
+    const { body, reader } = manualBody();
+    const stream = sseBatches<string>(body, options);
+    reader().data(Buffer.from('data: one\n\n'));
+    expect((await stream.next()).value).toEqual({ events: ['one'], last: false });
+    reader().data(Buffer.from('data: two\n\ndata: [DONE]\n\n'));
+    expect((await stream.next()).value).toEqual({ events: ['two'], last: true });
+    expect((await stream.next()).done).toBe(true);
+  });
+
+  it("a read that the body's end follows before the relay asks is last too", async () => {
+    const { body, reader } = manualBody();
+    const stream = sseBatches<string>(body, options);
+    reader().data(Buffer.from('data: one\n\n'));
+    reader().end();
+    expect((await stream.next()).value).toEqual({ events: ['one'], last: true });
+    expect((await stream.next()).done).toBe(true);
+  });
+
+  it('a read that an error follows is not last: the error is thrown after it', async () => {
+    const { body, reader } = manualBody();
+    const stream = sseBatches<string>(body, options);
+    reader().data(Buffer.from('data: one\n\n'));
+    reader().error(new Error('reset'));
+    expect((await stream.next()).value).toEqual({ events: ['one'], last: false });
+    await expect(stream.next()).rejects.toThrow('reset');
+  });
+
+  it('an event the adapter refuses ends the stream with its error, and the batch before it is not last', async () => {
+    const { body, reader } = manualBody();
+    const stream = sseBatches<string>(body, {
+      ...options,
+      toEvent: (data) => {
+        if (data === 'bad') throw new Error('refused');
+        return data;
+      },
+    });
+    reader().data(Buffer.from('data: one\n\ndata: bad\n\ndata: [DONE]\n\n'));
+    expect((await stream.next()).value).toEqual({ events: ['one'], last: false });
+    await expect(stream.next()).rejects.toThrow('refused');
   });
 });

@@ -60,7 +60,7 @@ describe('issue 7 item 5: the total timeout survives garbage collection', () => 
       if (answer.kind !== 'stream') throw new Error('expected a stream');
       const read = (async () => {
         const got: unknown[] = [];
-        for await (const batch of answer.events) got.push(...batch);
+        for await (const batch of answer.events) got.push(...batch.events);
         return got;
       })();
       const outcome = await collectWhile(read, 2_000, () => upstream.release());

@@ -287,8 +287,9 @@ export class ChatService {
    * The relayed stream: chunks in the gateway's shape (yielded, one item an upstream read), then one
    * usage chunk with the cost and done, or, for an upstream failure after output, the spec's error
    * event: the closing events are the generator's return value, so that they go out with the end of
-   * the response in one write. A client that goes away (the consumer stops, or `signal` aborts) is
-   * charged for what was delivered. Settles once.
+   * the response in one write, and with them the events of the upstream's last read (one that ended
+   * the stream): an answer that came in one read is one write, as a whole answer is. A client that
+   * goes away (the consumer stops, or `signal` aborts) is charged for what was delivered. Settles once.
    */
   async *relay(started: Started, signal: CancelSignal): AsyncGenerator<SseText, SseText | undefined> {
     const { routed, settlement, served } = started;
@@ -299,6 +300,8 @@ export class ChatService {
     let upstreamUsageRaw: unknown;
     let finish: string | null = null;
     let ended = false;
+    // The events of the stream's last read: they go out with the closing events, in one write.
+    let lastRead = '';
     // A stream that did not reach its end is charged for everything it delivered (CONTRACT §7).
     const finalUsage = (endedNormally: boolean) => this.billed(started, upstreamUsage, () => delivered, endedNormally);
     const settle = (cancelled: boolean, billed = finalUsage(false)) => {
@@ -317,7 +320,7 @@ export class ChatService {
       // One write per upstream read: the events of a batch go out together.
       for await (const batch of routed.answer.events) {
         let out = '';
-        for (const event of batch) {
+        for (const event of batch.events) {
           if (event.usage && event.chunk) {
             upstreamUsage = event.usage;
             upstreamUsageRaw = event.chunk.usage ?? (event.chunk.x_groq as Chunk | undefined)?.usage;
@@ -328,7 +331,8 @@ export class ChatService {
           finish = event.finishReason ?? finish;
           out += `data: ${text}\n\n`;
         }
-        if (out) yield out;
+        if (batch.last) lastRead = out;
+        else if (out) yield out;
       }
       const billed = finalUsage(true);
       const { cost, durable } = settle(false, billed);
@@ -336,7 +340,7 @@ export class ChatService {
       // The usage chunk completes the answer: it goes out once the charge is durable (CONTRACT §8).
       await durable;
       const usage = usageBody(billed.usage, cost, routed.isByok, billed.source === 'upstream' ? upstreamUsageRaw : undefined);
-      return `data: ${JSON.stringify(usageChunk(served, usage))}\n\ndata: [DONE]\n\n`;
+      return `${lastRead}data: ${JSON.stringify(usageChunk(served, usage))}\n\ndata: [DONE]\n\n`;
     } catch (err) {
       const cancelled = signal.aborted;
       finish = cancelled ? finish : 'error';
@@ -353,7 +357,7 @@ export class ChatService {
       const metadata: ErrorMetadata = { error_type: errorTypeOf(failure), provider_name: served.provider };
       if (failure.code !== undefined) metadata.provider_code = failure.code;
       const message = cancelled ? failure.message : `upstream stream ended with an error: ${failure.message}`;
-      return `data: ${JSON.stringify(errorChunk(served, code, message, metadata))}\n\n`;
+      return `${lastRead}data: ${JSON.stringify(errorChunk(served, code, message, metadata))}\n\n`;
     } finally {
       // The consumer stopped early (the client went away): charge what was delivered.
       if (!ended) settle(true);

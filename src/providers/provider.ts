@@ -93,6 +93,16 @@ export interface PlainStreamEvent extends StreamEventBase {
  */
 export type StreamEvent = ParsedStreamEvent | PlainStreamEvent;
 
+/** The events one read from the upstream brought. */
+export interface StreamBatch {
+  events: StreamEvent[];
+  /**
+   * The stream reached its end with this read (`data: [DONE]`, or the body's end): no batch follows,
+   * so the relay can send these with its closing events in one write.
+   */
+  last: boolean;
+}
+
 /**
  * A streamed answer: its events in batches, one batch for what one read from the upstream brought
  * (so that the relay takes one step per read, not per event). The iterator throws ProviderError when
@@ -100,7 +110,7 @@ export type StreamEvent = ParsedStreamEvent | PlainStreamEvent;
  */
 export interface StreamAnswer {
   kind: 'stream';
-  events: AsyncIterable<StreamEvent[]>;
+  events: AsyncIterable<StreamBatch>;
 }
 
 export type ChatAnswer = JsonAnswer | StreamAnswer;

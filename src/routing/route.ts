@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
-import { ProviderError, type ChatAnswer, type ProviderAdapter, type ProviderFailure, type StreamEvent, type UpstreamBody } from '../providers/provider.js';
+import { ProviderError, type ChatAnswer, type ProviderAdapter, type ProviderFailure, type StreamBatch, type UpstreamBody } from '../providers/provider.js';
 import { cooldownKey, type Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
 import type { CancelSignal } from '../cancellation.js';
@@ -44,14 +44,14 @@ export interface RouteInput {
  * (after, say, a role-only first chunk) still falls back to the next endpoint. The batches read are
  * replayed in front of the rest.
  */
-async function primeStream(events: AsyncIterable<StreamEvent[]>): Promise<AsyncIterable<StreamEvent[]>> {
+async function primeStream(events: AsyncIterable<StreamBatch>): Promise<AsyncIterable<StreamBatch>> {
   const it = events[Symbol.asyncIterator]();
-  const buffered: StreamEvent[][] = [];
+  const buffered: StreamBatch[] = [];
   for (;;) {
     const r = await it.next();
     if (r.done) throw new ProviderError({ kind: 'invalid_response', message: 'upstream stream ended before any output' });
     buffered.push(r.value);
-    if (r.value.some((e) => e.output)) break;
+    if (r.value.events.some((e) => e.output)) break;
   }
   return {
     [Symbol.asyncIterator]() {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { cancellableSleep, type CancelSignal } from '../../cancellation.js';
 import type { Clock } from '../../clock.js';
 import { countPromptTokens } from '../../tokenizer/count-tokens.js';
-import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type StreamEvent } from '../provider.js';
+import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type StreamBatch } from '../provider.js';
 import { streamEvent } from '../stream-event.js';
 import { demoTokens } from './demo-text.js';
 
@@ -56,8 +56,8 @@ export class DemoProvider implements ProviderAdapter {
   }
 
   /** A batch per token, as a network upstream would deliver them one read at a time. */
-  private async *stream(base: Chunk, tokens: string[], finish: string, usage: Chunk, signal: CancelSignal): AsyncGenerator<StreamEvent[]> {
-    const event = (chunk: Chunk) => [streamEvent(JSON.stringify(chunk), chunk)];
+  private async *stream(base: Chunk, tokens: string[], finish: string, usage: Chunk, signal: CancelSignal): AsyncGenerator<StreamBatch> {
+    const event = (chunk: Chunk, last = false) => ({ events: [streamEvent(JSON.stringify(chunk), chunk)], last });
     const chunk = (delta: Chunk, finishReason: string | null) =>
       event({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] });
     yield chunk({ role: 'assistant', content: '' }, null);
@@ -67,7 +67,7 @@ export class DemoProvider implements ProviderAdapter {
       yield chunk({ content: token }, null);
     }
     yield chunk({}, finish);
-    yield event({ ...base, object: 'chat.completion.chunk', choices: [], usage });
+    yield event({ ...base, object: 'chat.completion.chunk', choices: [], usage }, true);
   }
 
   async close(): Promise<void> {}

@@ -2,7 +2,16 @@ import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { callTimeout, type CallTimeout } from '../../call-timeout.js';
 import type { Clock } from '../../clock.js';
 import { usageOf } from '../usage.js';
-import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type ProviderFailure, type StreamEvent } from '../provider.js';
+import {
+  ProviderError,
+  type ChatAnswer,
+  type ChatCall,
+  type Chunk,
+  type ProviderAdapter,
+  type ProviderFailure,
+  type StreamBatch,
+  type StreamEvent,
+} from '../provider.js';
 import { plainStreamEvent, streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
 import { sseBatches } from './sse-batches.js';
@@ -125,7 +134,7 @@ export class OpenAiProvider implements ProviderAdapter {
   }
 
   /** The upstream's events, a batch per read; ends at `data: [DONE]` or when the upstream closes. */
-  private readStream(body: UpstreamBody, callerSignal: CancelSignal, sentKey: string | undefined, timeout: CallTimeout): AsyncIterable<StreamEvent[]> {
+  private readStream(body: UpstreamBody, callerSignal: CancelSignal, sentKey: string | undefined, timeout: CallTimeout): AsyncIterable<StreamBatch> {
     return sseBatches(body, {
       toEvent: (data) => this.event(data, sentKey),
       toError: (err) => (err instanceof ProviderError ? err : new ProviderError(failureFromError(err, callerSignal.aborted))),
@@ -164,12 +173,12 @@ export class OpenAiProvider implements ProviderAdapter {
   }
 }
 
-async function* singleChunkStream(answer: Chunk): AsyncGenerator<StreamEvent[]> {
+async function* singleChunkStream(answer: Chunk): AsyncGenerator<StreamBatch> {
   const choices = (answer.choices as Array<Record<string, unknown>>).map((c) => ({
     index: c.index ?? 0,
     delta: c.message ?? {},
     finish_reason: c.finish_reason ?? null,
   }));
   const chunk = { ...answer, object: 'chat.completion.chunk', choices };
-  yield [streamEvent(JSON.stringify(chunk), chunk)];
+  yield { events: [streamEvent(JSON.stringify(chunk), chunk)], last: true };
 }

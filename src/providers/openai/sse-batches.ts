@@ -15,12 +15,13 @@ export interface SseBatchesOptions<T> {
 }
 
 /**
- * An upstream's server-sent events as batches: each batch is what was read since the consumer last asked.
- * It ends at `data: [DONE]` without waiting for the body to end: the rest of the body drains by itself,
- * so that the connection is kept for the next request instead of being torn down. A consumer that
- * stops early (`return`) destroys the body.
+ * An upstream's server-sent events as batches: each batch is what was read since the consumer last asked,
+ * marked `last` when the stream reached its end with it (no batch follows; one that an error follows
+ * is not). It ends at `data: [DONE]` without waiting for the body to end: the rest of the body drains
+ * by itself, so that the connection is kept for the next request instead of being torn down. A consumer
+ * that stops early (`return`) destroys the body.
  */
-export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>): AsyncIterableIterator<T[]> {
+export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>): AsyncIterableIterator<{ events: T[]; last: boolean }> {
   const queue: T[][] = [];
   let batch: T[] = [];
   let finished = false;
@@ -96,16 +97,16 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
     },
   });
 
-  const iterator: AsyncIterableIterator<T[]> = {
-    async next(): Promise<IteratorResult<T[]>> {
+  const iterator: AsyncIterableIterator<{ events: T[]; last: boolean }> = {
+    async next(): Promise<IteratorResult<{ events: T[]; last: boolean }>> {
       for (;;) {
         if (queue.length > 0) {
           // Everything read since the consumer last asked goes as one batch (an upstream read often
           // brings many chunks of the chunked encoding, each its own 'data' event).
-          const next = queue.length === 1 ? (queue[0] as T[]) : queue.flat();
+          const events = queue.length === 1 ? (queue[0] as T[]) : queue.flat();
           queue.length = 0;
           if (body.paused && !finished) body.resume();
-          return { done: false, value: next };
+          return { done: false, value: { events, last: finished && !failed } };
         }
         if (failed) {
           failed = false;
@@ -115,7 +116,7 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
         await new Promise<void>((resolve) => (wake = resolve));
       }
     },
-    async return(): Promise<IteratorResult<T[]>> {
+    async return(): Promise<IteratorResult<{ events: T[]; last: boolean }>> {
       if (!finished) {
         finish();
         body.destroy();
