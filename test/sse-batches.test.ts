@@ -55,12 +55,15 @@ describe('reading server-sent events from the upstream', () => {
 /** A body whose reads the test hands over one at a time. */
 function manualBody(): { body: UpstreamBody; reader: () => BodyReader } {
   let reader: BodyReader | undefined;
+  let paused = false;
   const body: UpstreamBody = {
     read: (r) => void (reader = r),
     text: () => Promise.reject(new Error('not read as text')),
-    pause: () => undefined,
-    resume: () => undefined,
-    paused: false,
+    pause: () => void (paused = true),
+    resume: () => void (paused = false),
+    get paused() {
+      return paused;
+    },
     destroy: () => undefined,
   };
   return {
@@ -115,5 +118,18 @@ describe('a batch says whether the stream ended with it (the relay then sends it
     reader().data(Buffer.from('data: one\n\ndata: bad\n\ndata: [DONE]\n\n'));
     expect((await stream.next()).value).toEqual({ events: ['one'], last: false });
     await expect(stream.next()).rejects.toThrow('refused');
+  });
+
+  it('a consumer that falls behind (a slow client) pauses the body after 256 reads, and taking them resumes it', async () => {
+    const { body, reader } = manualBody();
+    const stream = sseBatches<string>(body, options);
+    for (let i = 0; i < 255; i++) reader().data(Buffer.from(`data: e${i}\n\n`));
+    expect(body.paused).toBe(false);
+    reader().data(Buffer.from('data: e255\n\n'));
+    expect(body.paused).toBe(true);
+    const first = await stream.next();
+    expect(first.value?.events).toHaveLength(256);
+    expect(first.value?.events.at(-1)).toBe('e255');
+    expect(body.paused).toBe(false);
   });
 });

@@ -22,8 +22,9 @@ export interface SseBatchesOptions<T> {
  * that stops early (`return`) destroys the body.
  */
 export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>): AsyncIterableIterator<{ events: T[]; last: boolean }> {
-  const queue: T[][] = [];
+  // The events read since the consumer last took a batch, and in how many reads they came.
   let batch: T[] = [];
+  let readsAhead = 0;
   let finished = false;
   let failure: unknown;
   let failed = false;
@@ -69,11 +70,10 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
       // A byte-order mark opening the stream is no part of it (as TextDecoder would drop it).
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
+    const before = batch.length;
     parser.feed(text);
-    if (batch.length > 0) {
-      queue.push(batch);
-      batch = [];
-      if (queue.length >= READ_AHEAD) body.pause();
+    if (batch.length > before) {
+      if (++readsAhead >= READ_AHEAD) body.pause();
       notify();
     }
     if (finished) {
@@ -100,11 +100,12 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
   const iterator: AsyncIterableIterator<{ events: T[]; last: boolean }> = {
     async next(): Promise<IteratorResult<{ events: T[]; last: boolean }>> {
       for (;;) {
-        if (queue.length > 0) {
+        if (batch.length > 0) {
           // Everything read since the consumer last asked goes as one batch (an upstream read often
           // brings many chunks of the chunked encoding, each its own 'data' event).
-          const events = queue.length === 1 ? (queue[0] as T[]) : queue.flat();
-          queue.length = 0;
+          const events = batch;
+          batch = [];
+          readsAhead = 0;
           if (body.paused && !finished) body.resume();
           return { done: false, value: { events, last: finished && !failed } };
         }
@@ -121,7 +122,7 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
         finish();
         body.destroy();
       }
-      queue.length = 0;
+      batch = [];
       return { done: true, value: undefined };
     },
     [Symbol.asyncIterator]() {
