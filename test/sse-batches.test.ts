@@ -53,14 +53,17 @@ describe('reading server-sent events from the upstream', () => {
 });
 
 /** A body whose reads the test hands over one at a time. */
-function manualBody(): { body: UpstreamBody; reader: () => BodyReader } {
+function manualBody(onResume: () => void = () => undefined): { body: UpstreamBody; reader: () => BodyReader } {
   let reader: BodyReader | undefined;
   let paused = false;
   const body: UpstreamBody = {
     read: (r) => void (reader = r),
     text: () => Promise.reject(new Error('not read as text')),
     pause: () => void (paused = true),
-    resume: () => void (paused = false),
+    resume: () => {
+      paused = false;
+      onResume();
+    },
     get paused() {
       return paused;
     },
@@ -131,5 +134,29 @@ describe('a batch says whether the stream ended with it (the relay then sends it
     expect(first.value?.events).toHaveLength(256);
     expect(first.value?.events.at(-1)).toBe('e255');
     expect(body.paused).toBe(false);
+  });
+
+  it('a batch is not last when resuming the body handed over more behind it, the end included (as undici does, synchronously)', async () => {
+    // The client fell behind: the body paused after 256 reads, and the rest of the answer, [DONE] and
+    // the body's end waited in the connection. Taking the batch resumes the body, which delivers them
+    // before next() returns: the batch taken is not the last, and the rest follows, all of it.
+    let rest = () => undefined as void;
+    const { body, reader } = manualBody(() => rest());
+    rest = () => {
+      rest = () => undefined;
+      for (let i = 256; i < 400; i++) reader().data(Buffer.from(`data: e${i}\n\n`));
+      reader().data(Buffer.from('data: [DONE]\n\n'));
+      reader().end();
+    };
+    const stream = sseBatches<string>(body, options);
+    for (let i = 0; i < 256; i++) reader().data(Buffer.from(`data: e${i}\n\n`));
+    expect(body.paused).toBe(true);
+    const batches: Array<{ events: string[]; last: boolean }> = [];
+    for await (const b of stream) batches.push(b);
+    expect(batches.map((b) => [b.events.length, b.last])).toEqual([
+      [256, false],
+      [144, true],
+    ]);
+    expect(batches.flatMap((b) => b.events)).toEqual(Array.from({ length: 400 }, (_, i) => `e${i}`));
   });
 });

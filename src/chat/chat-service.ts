@@ -287,9 +287,11 @@ export class ChatService {
    * The relayed stream: chunks in the gateway's shape (yielded, one item an upstream read), then one
    * usage chunk with the cost and done, or, for an upstream failure after output, the spec's error
    * event: the closing events are the generator's return value, so that they go out with the end of
-   * the response in one write, and with them the events of the upstream's last read (one that ended
-   * the stream): an answer that came in one read is one write, as a whole answer is. A client that
-   * goes away (the consumer stops, or `signal` aborts) is charged for what was delivered. Settles once.
+   * the response in one write. An answer that came whole in one upstream read goes out with them,
+   * in one write as a whole answer does; a stream already under way sends its last read at once (its
+   * last tokens do not wait for the commit, and a client gone meanwhile shows as a failed write). A
+   * client that goes away (the consumer stops, or `signal` aborts) is charged for what was delivered.
+   * Settles once.
    */
   async *relay(started: Started, signal: CancelSignal): AsyncGenerator<SseText, SseText | undefined> {
     const { routed, settlement, served } = started;
@@ -300,8 +302,9 @@ export class ChatService {
     let upstreamUsageRaw: unknown;
     let finish: string | null = null;
     let ended = false;
-    // The events of the stream's last read: they go out with the closing events, in one write.
+    // An answer whole in its first read: its events go out with the closing events, in one write.
     let lastRead = '';
+    let underWay = false;
     // A stream that did not reach its end is charged for everything it delivered (CONTRACT §7).
     const finalUsage = (endedNormally: boolean) => this.billed(started, upstreamUsage, () => delivered, endedNormally);
     const settle = (cancelled: boolean, billed = finalUsage(false)) => {
@@ -331,8 +334,17 @@ export class ChatService {
           finish = event.finishReason ?? finish;
           out += `data: ${text}\n\n`;
         }
-        if (batch.last) lastRead = out;
-        else if (out) yield out;
+        if (batch.last && !underWay) {
+          lastRead += out;
+          continue;
+        }
+        // (Were a batch ever to follow one marked last, both go out, in order.)
+        const text = lastRead + out;
+        lastRead = '';
+        if (text) {
+          underWay = true;
+          yield text;
+        }
       }
       const billed = finalUsage(true);
       const { cost, durable } = settle(false, billed);

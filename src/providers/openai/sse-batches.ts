@@ -106,8 +106,10 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
           const events = batch;
           batch = [];
           readsAhead = 0;
+          // Resuming may hand over what waited meanwhile, its end included, before this returns: this
+          // batch is the last only when nothing came in behind it.
           if (body.paused && !finished) body.resume();
-          return { done: false, value: { events, last: finished && !failed } };
+          return { done: false, value: { events, last: finished && !failed && batch.length === 0 } };
         }
         if (failed) {
           failed = false;

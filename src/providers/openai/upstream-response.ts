@@ -56,6 +56,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   /** Over: ended, failed or destroyed. */
   private over = false;
   private destroyed = false;
+  private pausedByReader = false;
   private reader: BodyReader | undefined;
   /** What the reader has not been given yet (it came before the reader, or while paused): the reads, then how the body ended. */
   private held: Buffer[] = [];
@@ -155,17 +156,22 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     });
   }
 
+  // The reader's pause is ours: it holds what undici hands over meanwhile (and, while the answer is
+  // still coming, stops undici reading the connection). Once the answer is over, undici is not told:
+  // its connection may be serving another request by then, not ours to pause or resume.
   pause(): void {
-    this.controller?.pause();
+    this.pausedByReader = true;
+    if (!this.over) this.controller?.pause();
   }
 
   resume(): void {
-    this.controller?.resume();
+    this.pausedByReader = false;
+    if (!this.over) this.controller?.resume();
     this.flush();
   }
 
   get paused(): boolean {
-    return this.controller?.paused ?? false;
+    return this.pausedByReader;
   }
 
   destroy(): void {
