@@ -1,9 +1,53 @@
 import { countTokens as countO200k } from 'gpt-tokenizer';
 import { isJsonObject, type JsonObject } from '../json-object.js';
 
-/** Tokens in a text, counted with a real tokenizer (o200k_base). */
+/** A run of non-space characters (or of space) longer than this is counted a slice this long at a time. */
+const MAX_RUN = 128;
+
+function isSpace(c: number): boolean {
+  return (
+    (c >= 9 && c <= 13) ||
+    c === 32 ||
+    c === 0x85 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
+}
+
+/**
+ * Tokens in a text, counted with a real tokenizer (o200k_base). Byte-pair merging takes time quadratic
+ * in the length of one pre-tokenized piece, and o200k leaves runs of letters, punctuation or space
+ * unbounded: 100,000 characters without a space (a degenerate answer, a pasted blob, a hostile
+ * prompt) held the event loop for seconds, a megabyte for tens of minutes. So a run longer than
+ * MAX_RUN is counted in slices of MAX_RUN, the text around it as it is: ordinary text is counted
+ * exactly, and such a run about a token a slice above its exact count, in time linear in its length.
+ */
 export function countTokens(text: string): number {
-  return text ? countO200k(text) : 0;
+  if (!text) return 0;
+  let total = 0;
+  let from = 0;
+  let runStart = 0;
+  let runSpace = isSpace(text.charCodeAt(0));
+  for (let i = 1; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    const space = isSpace(code);
+    if (space !== runSpace) {
+      runSpace = space;
+      runStart = i;
+    } else if (i - runStart >= MAX_RUN && !(code >= 0xdc00 && code <= 0xdfff)) {
+      // (never between the two halves of a surrogate pair)
+      total += countO200k(text.slice(from, i));
+      from = runStart = i;
+    }
+  }
+  return total + countO200k(text.slice(from));
 }
 
 /** Per-message framing tokens, as OpenAI's chat format adds them. */
