@@ -1,13 +1,21 @@
 import type { ServerResponse } from 'node:http';
+import type { CancelSignal } from '../cancellation.js';
 import type { SseText } from '../chat/chat-service.js';
 
 /**
  * Writes a relayed stream as server-sent events, honouring backpressure: each item yielded (the events
  * of one upstream read) is one write, and the generator's return value (the closing events) goes out
  * with the end of the response, in one write. Stops (and so lets the producer settle) when the client
- * goes away.
+ * goes away, or when `signal` cancels the request while the client is not reading (past the request
+ * deadline, or at shutdown): a client that stops reading without leaving is cut off then, so that its
+ * request settles and is charged instead of waiting for as long as the connection lives.
  */
-export async function writeSse(raw: ServerResponse, headers: Record<string, string>, items: AsyncGenerator<SseText, SseText | undefined>): Promise<void> {
+export async function writeSse(
+  raw: ServerResponse,
+  headers: Record<string, string>,
+  items: AsyncGenerator<SseText, SseText | undefined>,
+  signal: CancelSignal,
+): Promise<void> {
   // The headers go out with the first events (the route starts the stream once output arrived).
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -25,7 +33,15 @@ export async function writeSse(raw: ServerResponse, headers: Record<string, stri
         closing = item.value;
         break;
       }
-      if (!raw.write(item.value)) await drainedOrClosed(raw);
+      if (!raw.write(item.value)) {
+        await drainedOrClosed(raw, signal);
+        if (raw.destroyed) break;
+        if (raw.writableNeedDrain) {
+          // Cancelled while the client was not reading.
+          raw.destroy();
+          break;
+        }
+      }
     }
   } finally {
     await items.return(undefined);
@@ -36,15 +52,18 @@ export async function writeSse(raw: ServerResponse, headers: Record<string, stri
   }
 }
 
-/** Resolves when the socket can take more, or is gone; leaves no listener behind. */
-function drainedOrClosed(raw: ServerResponse): Promise<void> {
+/** Resolves when the socket can take more, is gone, or `signal` is cancelled; leaves no listener behind. */
+function drainedOrClosed(raw: ServerResponse, signal: CancelSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       raw.off('drain', done);
       raw.off('close', done);
+      signal.off('abort', done);
       resolve();
     };
     raw.on('drain', done);
     raw.on('close', done);
+    signal.once('abort', done);
   });
 }

@@ -93,7 +93,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       reply.hijack();
       // A hijacked reply writes its own head: the headers hooks set on the reply (CORS) go with it.
       const hooked = Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)]));
-      await writeSse(reply.raw, { ...hooked, ...headers }, chat.relay(started, controller.signal));
+      await writeSse(reply.raw, { ...hooked, ...headers }, chat.relay(started, controller.signal), controller.signal);
       return reply;
     } catch (err) {
       Object.assign(log, whyFailed(err));
