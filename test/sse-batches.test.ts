@@ -1,29 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { sseBatches } from '../src/providers/openai/sse-batches.js';
+import { sseBatches, type SseBatchesOptions } from '../src/providers/openai/sse-batches.js';
 import type { BodyReader, UpstreamBody } from '../src/providers/openai/upstream-response.js';
 
 // The upstream's bytes come in reads that split wherever the network split them: a character of
 // several bytes, or the byte-order mark some servers open a stream with, must not change an event.
 
-/** A body that delivers `reads` as they are, then ends. */
-function bodyOf(reads: Buffer[]): UpstreamBody {
-  return {
-    read(reader: BodyReader) {
-      for (const r of reads) reader.data(r);
-      reader.end();
-    },
-    text: () => Promise.reject(new Error('not read as text')),
-    pause: () => undefined,
-    resume: () => undefined,
-    paused: false,
-    destroy: () => undefined,
-  };
-}
-
 async function eventsOf(reads: Buffer[]): Promise<string[]> {
-  const batches = sseBatches<string>(bodyOf(reads), { toEvent: (data) => data, toError: (err) => err, onEnded: () => undefined });
+  const { stream, reader } = manualStream();
+  for (const r of reads) reader().data(r);
+  reader().end();
   const out: string[] = [];
-  for await (const batch of batches) out.push(...batch.events);
+  for await (const batch of stream) out.push(...batch.events);
   return out;
 }
 
@@ -78,12 +65,17 @@ function manualBody(onResume: () => void = () => undefined): { body: UpstreamBod
   };
 }
 
-describe('a batch says whether the stream ended with it (the relay then sends it with its closing events)', () => {
-  const options = { toEvent: (data: string) => data, toError: (err: unknown) => err, onEnded: () => undefined };
+const passThrough: SseBatchesOptions<string> = { toEvent: (data) => data, toError: (err) => err, onEnded: () => undefined };
 
+/** sseBatches over a manual body (its events the data as it is, unless `options` say otherwise). */
+function manualStream(options: Partial<SseBatchesOptions<string>> = {}, onResume?: () => void) {
+  const { body, reader } = manualBody(onResume);
+  return { body, reader, stream: sseBatches<string>(body, { ...passThrough, ...options }) };
+}
+
+describe('a batch says whether the stream ended with it (the relay then sends it with its closing events)', () => {
   it('the read that brings data: [DONE] is last; the reads before it are not', async () => {
-    const { body, reader } = manualBody();
-    const stream = sseBatches<string>(body, options);
+    const { reader, stream } = manualStream();
     reader().data(Buffer.from('data: one\n\n'));
     expect((await stream.next()).value).toEqual({ events: ['one'], last: false });
     reader().data(Buffer.from('data: two\n\ndata: [DONE]\n\n'));
@@ -92,8 +84,7 @@ describe('a batch says whether the stream ended with it (the relay then sends it
   });
 
   it("a read that the body's end follows before the relay asks is last too", async () => {
-    const { body, reader } = manualBody();
-    const stream = sseBatches<string>(body, options);
+    const { reader, stream } = manualStream();
     reader().data(Buffer.from('data: one\n\n'));
     reader().end();
     expect((await stream.next()).value).toEqual({ events: ['one'], last: true });
@@ -101,8 +92,7 @@ describe('a batch says whether the stream ended with it (the relay then sends it
   });
 
   it('a read that an error follows is not last: the error is thrown after it', async () => {
-    const { body, reader } = manualBody();
-    const stream = sseBatches<string>(body, options);
+    const { reader, stream } = manualStream();
     reader().data(Buffer.from('data: one\n\n'));
     reader().error(new Error('reset'));
     expect((await stream.next()).value).toEqual({ events: ['one'], last: false });
@@ -110,9 +100,7 @@ describe('a batch says whether the stream ended with it (the relay then sends it
   });
 
   it('an event the adapter refuses ends the stream with its error, and the batch before it is not last', async () => {
-    const { body, reader } = manualBody();
-    const stream = sseBatches<string>(body, {
-      ...options,
+    const { reader, stream } = manualStream({
       toEvent: (data) => {
         if (data === 'bad') throw new Error('refused');
         return data;
@@ -124,8 +112,7 @@ describe('a batch says whether the stream ended with it (the relay then sends it
   });
 
   it('a consumer that falls behind (a slow client) pauses the body after 256 reads, and taking them resumes it', async () => {
-    const { body, reader } = manualBody();
-    const stream = sseBatches<string>(body, options);
+    const { body, reader, stream } = manualStream();
     for (let i = 0; i < 255; i++) reader().data(Buffer.from(`data: e${i}\n\n`));
     expect(body.paused).toBe(false);
     reader().data(Buffer.from('data: e255\n\n'));
@@ -141,14 +128,13 @@ describe('a batch says whether the stream ended with it (the relay then sends it
     // the body's end waited in the connection. Taking the batch resumes the body, which delivers them
     // before next() returns: the batch taken is not the last, and the rest follows, all of it.
     let rest = () => undefined as void;
-    const { body, reader } = manualBody(() => rest());
+    const { body, reader, stream } = manualStream({}, () => rest());
     rest = () => {
       rest = () => undefined;
       for (let i = 256; i < 400; i++) reader().data(Buffer.from(`data: e${i}\n\n`));
       reader().data(Buffer.from('data: [DONE]\n\n'));
       reader().end();
     };
-    const stream = sseBatches<string>(body, options);
     for (let i = 0; i < 256; i++) reader().data(Buffer.from(`data: e${i}\n\n`));
     expect(body.paused).toBe(true);
     const batches: Array<{ events: string[]; last: boolean }> = [];

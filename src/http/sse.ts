@@ -35,9 +35,8 @@ export async function writeSse(
       }
       if (!raw.write(item.value)) {
         await drainedOrClosed(raw, signal);
-        if (raw.destroyed) break;
+        // Not drained: the client is gone, or the request was cancelled while it was not reading.
         if (raw.writableNeedDrain) {
-          // Cancelled while the client was not reading.
           raw.destroy();
           break;
         }

@@ -93,9 +93,9 @@ export interface PlainStreamEvent extends StreamEventBase {
  */
 export type StreamEvent = ParsedStreamEvent | PlainStreamEvent;
 
-/** The events one read from the upstream brought. */
-export interface StreamBatch {
-  events: StreamEvent[];
+/** The events one read from the upstream brought (`T`: as the adapter reads them; the gateway takes StreamEvents). */
+export interface StreamBatch<T = StreamEvent> {
+  events: T[];
   /**
    * The stream reached its end with this read (`data: [DONE]`, or the body's end): no batch follows,
    * so the relay can send these with its closing events in one write.

@@ -1,3 +1,4 @@
+import type { StreamBatch } from '../provider.js';
 import type { UpstreamBody } from './upstream-response.js';
 import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
@@ -21,7 +22,7 @@ export interface SseBatchesOptions<T> {
  * by itself, so that the connection is kept for the next request instead of being torn down. A consumer
  * that stops early (`return`) destroys the body.
  */
-export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>): AsyncIterableIterator<{ events: T[]; last: boolean }> {
+export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>): AsyncIterableIterator<StreamBatch<T>> {
   // The events read since the consumer last took a batch, and in how many reads they came.
   let batch: T[] = [];
   let readsAhead = 0;
@@ -97,8 +98,8 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
     },
   });
 
-  const iterator: AsyncIterableIterator<{ events: T[]; last: boolean }> = {
-    async next(): Promise<IteratorResult<{ events: T[]; last: boolean }>> {
+  const iterator: AsyncIterableIterator<StreamBatch<T>> = {
+    async next(): Promise<IteratorResult<StreamBatch<T>>> {
       for (;;) {
         if (batch.length > 0) {
           // Everything read since the consumer last asked goes as one batch (an upstream read often
@@ -119,7 +120,7 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
         await new Promise<void>((resolve) => (wake = resolve));
       }
     },
-    async return(): Promise<IteratorResult<{ events: T[]; last: boolean }>> {
+    async return(): Promise<IteratorResult<StreamBatch<T>>> {
       if (!finished) {
         finish();
         body.destroy();
