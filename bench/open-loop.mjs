@@ -6,7 +6,7 @@
 // the way to tell whether a change moved the tail (bench/README.md, 2026-11-25, third session).
 //
 //   npm run build && node bench/open-loop.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
-//                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR]
+//                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR] [--profile DIR]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -25,6 +25,8 @@ const { values: opt } = parseArgs({
     seconds: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '6' },
     baseline: { type: 'string' },
+    // node --cpu-prof of the bare proxy and each Tollgate, one .cpuprofile each in DIR (their figures are inflated)
+    profile: { type: 'string' },
     ...storeOptions,
   },
 });
@@ -50,8 +52,9 @@ try {
   });
   const upstreamUrl = `http://127.0.0.1:${up[1]}`;
   const loadPool = { connections: 16 };
-  const bare = await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy });
-  const tollgates = await startBuilds(opt, baseline, { tag: 'openloop', upstreamUrl, tmp, loadPool, cpus: pin?.proxy });
+  const profileDir = opt.profile === undefined ? undefined : path.resolve(opt.profile);
+  const bare = await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy, profileDir, tag: 'openloop' });
+  const tollgates = await startBuilds(opt, baseline, { tag: 'openloop', upstreamUrl, tmp, loadPool, cpus: pin?.proxy, profileDir });
   const proxies = [bare, ...tollgates];
   for (const p of proxies) {
     p.sent = 0;

@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
-import { fmt, median, percentile, printMarkdown, printRows, sortedLatencies, summarizeProfile } from './lib/report.mjs';
+import { compareProfiles, fmt, median, percentile, printMarkdown, printRows, sortedLatencies, summarizeProfile } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
 import { CLI, PORTKEY, benchDir, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
@@ -140,7 +140,9 @@ async function measure(target, mode) {
   const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS, CONCURRENCY);
   await pause(SETTLE_MS); // deferred work of the measured requests (group-committed charges) counts
   const after = await target.cpu();
-  return { cpuUs: after.us - before.us, procCpuUs: after.procUs - before.procUs, elapsedMs, latencies };
+  // System time (the kernel's share: sockets, pwrite) where the probe tells it apart (Node proxies).
+  const sysUs = after.sysUs === undefined ? undefined : after.sysUs - before.sysUs;
+  return { cpuUs: after.us - before.us, sysUs, procCpuUs: after.procUs - before.procUs, elapsedMs, latencies };
 }
 
 function summarize(runs) {
@@ -153,6 +155,8 @@ function summarize(runs) {
     cpu_us_per_req: median(cpuPerReq),
     cpu_us_per_req_rounds: cpuPerReq,
     proc_cpu_us_per_req: median(runs.map((r) => r.procCpuUs / REQUESTS)),
+    // the kernel's part of cpu_us_per_req (system time); null where it is not told apart (nginx)
+    sys_us_per_req: runs.every((r) => r.sysUs !== undefined) ? median(runs.map((r) => r.sysUs / REQUESTS)) : null,
     // CPU-seconds per wall-second of the proxy: 1.0 means it kept one core busy
     busy: median(runs.map((r) => r.cpuUs / 1000 / r.elapsedMs)),
     p50_ms: percentile(all, 50),
@@ -163,7 +167,7 @@ function summarize(runs) {
 /** Every proxy of one mode, started fresh (own ledgers, empty hold stores), in parallel. */
 async function startTargets(mode, ctx) {
   const common = { upstreamUrl: ctx.upstreamUrl, tmp: ctx.tmp, cpus: PIN?.proxy, loadPool: LOAD_POOL };
-  const jobs = [['bare', () => startBare(common)]];
+  const jobs = [['bare', () => startBare({ ...common, profileDir: ctx.profileDir, tag: mode })]];
   if (ctx.nginx) jobs.push(['nginx', () => startNginx({ ...common, binary: ctx.nginx })]);
   if (ctx.portkey) jobs.push(['portkey', () => startPortkey(common)]);
   for (const deployment of ctx.deployments) {
@@ -205,7 +209,7 @@ function ratioCell(ratio, target) {
 }
 
 function printTable(results, markdown) {
-  const head = ['mode', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', '(per round)', 'busy', '× bare', '(per round)', 'target'];
+  const head = ['mode', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', '(per round)', 'busy', '× bare', '(per round)', 'of it kernel', 'target'];
   const rows = [head];
   for (const [mode, byTarget] of Object.entries(results)) {
     for (const r of Object.values(byTarget)) {
@@ -220,6 +224,7 @@ function printTable(results, markdown) {
         fmt(r.busy, 2),
         `${fmt(r.ratio, 2)}×`,
         r.ratio_rounds.map((x) => `${fmt(x, 2)}×`).join(' / '),
+        r.sys_us_per_req === null ? '–' : `${fmt(r.sys_us_per_req)} µs`,
         ratioCell(r.ratio, r.target),
       ]);
     }
@@ -318,7 +323,7 @@ async function main() {
         (PIN ? `pinned: proxies on CPU ${PIN.proxy}, load generator and fake upstream on CPU ${PIN.others}\n` : 'not pinned to CPUs\n') +
         `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 40/day, settlement window ` +
         `${WINDOW_MS ?? 60000} ms; paid model, and a :free model with the free-model limits counted; deployments: ${ctx.deployments.join(', ') || 'none'}\n` +
-        (opt.profile ? 'NOTE: --profile is on: Tollgate runs under the CPU profiler, its numbers are inflated.\n' : '') +
+        (opt.profile ? 'NOTE: --profile is on: Tollgate and the bare proxy run under the CPU profiler, their numbers are inflated.\n' : '') +
         '\n',
     );
 
@@ -405,7 +410,7 @@ async function main() {
         for (const t of targets.filter((x) => x.kind === 'tollgate')) ledger.push({ mode, label: t.label, ...(await t.ledgerCheck()) });
       } finally {
         await Promise.all(targets.map(closeTarget));
-        for (const t of targets) if (t.profile) profiles.push([`${mode} ${t.label}`, t.profile]);
+        for (const t of targets) if (t.profile) profiles.push({ mode, label: t.label, bare: t.id === 'bare', file: t.profile, requests: t.sent });
       }
     }
 
@@ -454,8 +459,11 @@ async function main() {
     clearTimeout(deadline);
     await stopAll();
   }
-  for (const [what, file] of profiles) {
-    process.stdout.write(`\n[${what}] ${existsSync(file) ? summarizeProfile(file, root) : `no profile was written to ${file}\n`}`);
+  for (const p of profiles) {
+    const written = existsSync(p.file);
+    process.stdout.write(`\n[${p.mode} ${p.label}] ${written ? summarizeProfile(p.file, root) : `no profile was written to ${p.file}\n`}`);
+    const bare = profiles.find((b) => b.bare && b.mode === p.mode);
+    if (written && !p.bare && bare && existsSync(bare.file)) process.stdout.write(`[${p.mode} ${p.label} against bare] ${compareProfiles(bare, p, root)}`);
   }
 }
 

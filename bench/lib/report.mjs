@@ -51,13 +51,19 @@ function shortUrl(url, root) {
 function area(url, root) {
   const u = shortUrl(url, root);
   if (!u) return '(native / VM)';
-  if (u.startsWith('node:')) return 'node core';
+  if (u.startsWith('node:')) {
+    const m = u.replace(/^node:(internal\/)?/, '');
+    if (/^(modules|bootstrap|main)\//.test(m)) return 'node core: module loading (start-up)';
+    if (m.startsWith('_http_')) return 'node core: http';
+    return `node core: ${m.split('/')[0].replace(/\.js$/, '')}`;
+  }
   if (u.startsWith('dist/')) return `tollgate ${u.split('/').slice(0, 2).join('/').replace(/\.js$/, '')}`;
   const parts = u.split('/');
   return parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
 }
 
-export function summarizeProfile(file, root, top = 10) {
+/** Self time (µs) of a .cpuprofile by function and by area, idle excluded. */
+function selfTimes(file, root) {
   const prof = JSON.parse(readFileSync(file, 'utf8'));
   const byId = new Map(prof.nodes.map((n) => [n.id, n]));
   const self = new Map();
@@ -77,6 +83,11 @@ export function summarizeProfile(file, root, top = 10) {
     const a = cf.url ? area(cf.url, root) : cf.functionName;
     byArea.set(a, (byArea.get(a) ?? 0) + us);
   }
+  return { byFn, byArea, total };
+}
+
+export function summarizeProfile(file, root, top = 10) {
+  const { byFn, byArea, total } = selfTimes(file, root);
   const pct = (us) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
   const list = (m, n) =>
     [...m]
@@ -88,5 +99,29 @@ export function summarizeProfile(file, root, top = 10) {
     `profile ${file}: ${fmt(total / 1000)} ms of CPU samples (idle excluded)\n` +
     `top ${top} functions by self time:\n${list(byFn, top)}\n` +
     `self time by area:\n${list(byArea, 15)}\n`
+  );
+}
+
+/**
+ * Where a Tollgate's CPU goes beyond the bare proxy's: self time by area in µs per request sent to
+ * each (the profiles cover each process's whole life, its start included: module loading shows under
+ * node core and the packages it loads), the areas that differ most first.
+ */
+export function compareProfiles(bare, tollgate, root, top = 20) {
+  const a = selfTimes(bare.file, root);
+  const b = selfTimes(tollgate.file, root);
+  const rows = [...new Set([...a.byArea.keys(), ...b.byArea.keys()])]
+    .map((k) => [k, (a.byArea.get(k) ?? 0) / bare.requests, (b.byArea.get(k) ?? 0) / tollgate.requests])
+    .sort((x, y) => y[2] - y[1] - (x[2] - x[1]));
+  const line = (k, x, y) => `  ${fmt(x, 1).padStart(7)}  ${fmt(y, 1).padStart(8)}  ${fmt(y - x, 1).padStart(7)}  ${k}`;
+  return (
+    `self time by area, µs per request sent (bare ${fmt(bare.requests)}, tollgate ${fmt(tollgate.requests)} requests; start-up included):\n` +
+    `     bare  tollgate     more  area\n` +
+    `${line('all', a.total / bare.requests, b.total / tollgate.requests)}\n` +
+    rows
+      .slice(0, top)
+      .map(([k, x, y]) => line(k, x, y))
+      .join('\n') +
+    '\n'
   );
 }

@@ -50,7 +50,7 @@ function accepts(port) {
 /** CPU of a Node child that preloads the probe: process.cpuUsage() (µs), /proc as a check. */
 async function nodeCpu(child) {
   const m = await probe(child, 'cpu');
-  return { us: m.cpu.user + m.cpu.system, procUs: procStatCpuUs(child.pid) };
+  return { us: m.cpu.user + m.cpu.system, sysUs: m.cpu.system, procUs: procStatCpuUs(child.pid) };
 }
 
 function describe(t, loadPool) {
@@ -66,14 +66,23 @@ function describe(t, loadPool) {
   };
 }
 
-export async function startBare({ upstreamUrl, cpus, loadPool }) {
+export async function startBare({ upstreamUrl, cpus, loadPool, profileDir, tag }) {
+  const { profile, profArgs } = profilerArgs(profileDir, `bare-${tag ?? 'run'}`);
   const { child, match } = await startChild(
     'bare proxy',
     process.execPath,
-    [...PROBE, path.join(benchDir, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
+    [...profArgs, ...PROBE, path.join(benchDir, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
     { ready: /listening (\d+)/, ipc: true, cpus, cwd: root },
   );
-  return describe({ id: 'bare', label: 'bare', child, base: `http://127.0.0.1:${match[1]}`, cpu: () => nodeCpu(child) }, loadPool);
+  return describe({ id: 'bare', label: 'bare', child, base: `http://127.0.0.1:${match[1]}`, profile, cpu: () => nodeCpu(child) }, loadPool);
+}
+
+/** `node --cpu-prof` arguments writing one profile named after `stem` into `profileDir` (none without a dir). */
+function profilerArgs(profileDir, stem) {
+  if (!profileDir) return { profile: undefined, profArgs: [] };
+  mkdirSync(profileDir, { recursive: true });
+  const name = `${stem}-${Date.now()}.cpuprofile`;
+  return { profile: path.join(profileDir, name), profArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', name] };
 }
 
 /** The nginx binary: --nginx PATH, else the first `nginx` on PATH or in the usual sbin folders. */
@@ -268,14 +277,7 @@ export async function startTollgate({
   const configFile = path.join(dir, 'tollgate.yaml');
   const st = deployment === 'sqlite' ? { databaseUrl: `sqlite:${path.join(dir, 'tollgate.db')}` } : store;
   writeFileSync(configFile, tollgateConfig({ upstreamUrl, store: st, adminToken, windowMs, connections }));
-  let profile;
-  const profArgs = [];
-  if (profileDir) {
-    mkdirSync(profileDir, { recursive: true });
-    const name = `tollgate-${deployment}${free ? '-free' : ''}${baseline ? '-baseline' : ''}-${tag ?? 'run'}-${Date.now()}.cpuprofile`;
-    profile = path.join(profileDir, name);
-    profArgs.push('--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', name);
-  }
+  const { profile, profArgs } = profilerArgs(profileDir, `tollgate-${deployment}${free ? '-free' : ''}${baseline ? '-baseline' : ''}-${tag ?? 'run'}`);
   const label = `tollgate ${deployment}${free ? ', free' : ''}${baseline ? ', baseline' : ''}`;
   const cli = baseline ? path.join(baseline, 'dist', 'cli.js') : CLI;
   const { child, match } = await startChild(label, process.execPath, [...profArgs, ...PROBE, cli, 'serve', '--config', configFile], {

@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+// This build against another (--baseline DIR, a built checkout) under the same load at the same time:
+// both Tollgates on the same CPU, each sent a closed loop of its own by one load generator, for
+// --windows windows of --seconds each; each window reads both processes' CPU. What one build costs
+// against the other is the median over the windows of the ratio of their CPU per request in the same
+// window. The machine's drift (this host's CPU time per request moves by tens of percent between one
+// second and the next) then falls on both alike, where `npm run bench -- --baseline` measures them
+// one after the other. For telling a change of a few percent from noise (bench/README.md).
+//
+//   npm run build && node bench/side-by-side.mjs --baseline DIR [--deployment sqlite|postgres-redis]
+//                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { installExitHandlers, onStopAll, pinning, startChild, stopAll } from './lib/children.mjs';
+import { bodyFor, checkAnswer, runLoad } from './lib/load.mjs';
+import { median } from './lib/report.mjs';
+import { checkBuildOptions, dieAs, startBuilds, storeOptions } from './lib/cli-options.mjs';
+import { benchDir } from './lib/targets.mjs';
+
+const { values: opt } = parseArgs({
+  options: {
+    deployment: { type: 'string', default: 'sqlite' },
+    mode: { type: 'string', default: 'json' },
+    windows: { type: 'string', default: '20' },
+    seconds: { type: 'string', default: '1' },
+    concurrency: { type: 'string', default: '8' },
+    baseline: { type: 'string' },
+    ...storeOptions,
+  },
+});
+const die = dieAs('side-by-side');
+const baseline = checkBuildOptions(opt, die);
+if (!baseline) die('--baseline DIR is required (a built checkout to compare this build with)');
+const WINDOWS = Number(opt.windows);
+const SECONDS = Number(opt.seconds);
+const CONCURRENCY = Number(opt.concurrency);
+if (!(Number.isInteger(WINDOWS) && WINDOWS >= 1 && WINDOWS <= 500)) die('--windows 1..500');
+if (!(SECONDS > 0 && SECONDS <= 60)) die('--seconds 0..60');
+if (!(Number.isInteger(CONCURRENCY) && CONCURRENCY >= 1 && CONCURRENCY <= 256)) die('--concurrency 1..256');
+if (!['json', 'sse'].includes(opt.mode)) die('--mode json or sse');
+
+/** Sends requests to `target` from `concurrency` workers until `stop()` says so; counts the answers. */
+function loop(target, mode, concurrency, stop) {
+  const body = bodyFor(target.model, mode);
+  const worker = async () => {
+    while (!stop()) {
+      target.sent++;
+      const res = await target.pool.request({ method: 'POST', path: target.path, headers: target.headers, body });
+      checkAnswer(target, mode, res.statusCode, await res.body.text());
+      target.answered++;
+    }
+  };
+  return Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+const pin = pinning('auto', die);
+installExitHandlers();
+const tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-side-by-side-'));
+onStopAll(() => rmSync(tmp, { recursive: true, force: true }));
+try {
+  const { match: up } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], {
+    ready: /listening (\d+)/,
+    cpus: pin?.others,
+  });
+  const upstreamUrl = `http://127.0.0.1:${up[1]}`;
+  const [mine, base] = await startBuilds(opt, baseline, {
+    tag: 'sidebyside',
+    upstreamUrl,
+    tmp,
+    loadPool: { connections: CONCURRENCY },
+    cpus: pin?.proxy,
+  });
+  for (const t of [mine, base]) {
+    t.sent = 0;
+    t.answered = 0;
+    await runLoad(t, opt.mode, 2000, CONCURRENCY); // warm-up, one at a time
+  }
+  process.stdout.write(
+    `side by side, ${opt.mode}, ${opt.deployment}: this build and ${baseline} under load at once (${CONCURRENCY} workers each), ` +
+      `${WINDOWS} windows of ${SECONDS} s; CPU µs per request answered in each window\n\n`,
+  );
+  let stopped = false;
+  const loops = [mine, base].map((t) => loop(t, opt.mode, CONCURRENCY, () => stopped));
+  const ratios = [];
+  const perReq = { mine: [], base: [] };
+  try {
+    for (let w = 1; w <= WINDOWS; w++) {
+      const start = await Promise.all([mine, base].map(async (t) => ({ cpu: (await t.cpu()).us, answered: t.answered })));
+      await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
+      const end = await Promise.all([mine, base].map(async (t) => ({ cpu: (await t.cpu()).us, answered: t.answered })));
+      const [a, b] = [0, 1].map((i) => (end[i].cpu - start[i].cpu) / Math.max(1, end[i].answered - start[i].answered));
+      perReq.mine.push(a);
+      perReq.base.push(b);
+      ratios.push(a / b);
+      process.stdout.write(
+        `window ${String(w).padStart(3)}: this ${a.toFixed(0).padStart(5)} µs  baseline ${b.toFixed(0).padStart(5)} µs  ratio ${(a / b).toFixed(3)}\n`,
+      );
+    }
+  } finally {
+    stopped = true;
+    await Promise.all(loops);
+  }
+  const sorted = [...ratios].sort((x, y) => x - y);
+  const q = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+  process.stdout.write(
+    `\nthis build: ${median(perReq.mine).toFixed(0)} µs/req, baseline: ${median(perReq.base).toFixed(0)} µs/req (medians over the windows)\n` +
+      `this / baseline: median ${median(ratios).toFixed(3)} (middle half of the windows ${q(0.25).toFixed(3)}–${q(0.75).toFixed(3)})\n`,
+  );
+  for (const t of [mine, base]) {
+    const check = await t.ledgerCheck();
+    process.stdout.write(`ledger check (${t.label}): ${check.text} ${check.ok ? 'OK' : 'MISMATCH'}\n`);
+    if (!check.ok) process.exitCode = 1;
+  }
+} finally {
+  await stopAll();
+}
