@@ -1,6 +1,7 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { Metrics } from './metrics.js';
 import { SummedCounter } from './summed-counter.js';
+import { SummedHistogram } from './summed-histogram.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const LAG_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -48,19 +49,19 @@ export class PromMetrics implements Metrics {
     0,
     (n) => n,
   );
-  private readonly upstream = new Histogram({
+  private readonly upstream = new SummedHistogram({
     name: 'tollgate_upstream_duration_seconds',
     help: 'Time from sending a request upstream to its answer ending',
-    labelNames: ['provider'] as const,
+    labelNames: ['provider'],
     buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
+    registry: this.registry,
   });
-  private readonly ttft = new Histogram({
+  private readonly ttft = new SummedHistogram({
     name: 'tollgate_time_to_first_token_seconds',
     help: 'Time from sending a streamed request upstream to its first output',
-    labelNames: ['provider'] as const,
+    labelNames: ['provider'],
     buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
+    registry: this.registry,
   });
   private readonly fallbacks = new Counter({
     name: 'tollgate_fallbacks_total',
@@ -75,11 +76,12 @@ export class PromMetrics implements Metrics {
     registers: [this.registry],
   });
   private heldNano = 0n;
-  private readonly lag = new Histogram({
+  private readonly lag = new SummedHistogram({
     name: 'tollgate_charge_lag_seconds',
     help: 'Time from an answer being settled to its charge being durable in the ledger',
+    labelNames: [],
     buckets: LAG_BUCKETS,
-    registers: [this.registry],
+    registry: this.registry,
   });
 
   constructor() {
@@ -110,11 +112,11 @@ export class PromMetrics implements Metrics {
   }
 
   upstreamDuration(provider: string, seconds: number): void {
-    this.upstream.observe({ provider }, seconds);
+    this.upstream.observe(seconds, provider);
   }
 
   timeToFirstToken(provider: string, seconds: number): void {
-    this.ttft.observe({ provider }, seconds);
+    this.ttft.observe(seconds, provider);
   }
 
   upstreamFailure(provider: string, kind: string): void {
