@@ -7,15 +7,11 @@
 //
 //   npm run build && node bench/lone-request.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
 //                                                [--baseline DIR] [--rounds 6] [--round-ms 1500]
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { installExitHandlers, onStopAll, startChild, stopAll } from './lib/children.mjs';
+import { stopAll } from './lib/children.mjs';
 import { bodyFor } from './lib/load.mjs';
-import { checkBuildOptions, dieAs, startBuilds, storeOptions } from './lib/cli-options.mjs';
-import { benchDir } from './lib/targets.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -33,12 +29,8 @@ const ROUNDS = Number(opt.rounds);
 const ROUND_MS = Number(opt['round-ms']);
 if (!(ROUNDS >= 1 && ROUNDS <= 100) || !(ROUND_MS >= 100 && ROUND_MS <= 60_000)) die('--rounds 1..100, --round-ms 100..60000');
 
-installExitHandlers();
-const tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-lone-'));
-onStopAll(() => rmSync(tmp, { recursive: true, force: true }));
 try {
-  const { match: up } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], { ready: /listening (\d+)/ });
-  const upstreamUrl = `http://127.0.0.1:${up[1]}`;
+  const { tmp, upstreamUrl } = await setUp('lone');
   const unused = new Pool('http://127.0.0.1:9', {}); // startTollgate's load pool: this script sends through its own
   const targets = [];
   for (const t of await startBuilds(opt, baseline, { tag: 'lone', upstreamUrl, tmp, loadPool: unused })) {

@@ -7,15 +7,13 @@
 //
 //   npm run build && node bench/open-loop.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
 //                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR] [--profile DIR]
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { installExitHandlers, onStopAll, pinning, probe, startChild, stopAll } from './lib/children.mjs';
+import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { median, percentile } from './lib/report.mjs';
-import { checkBuildOptions, dieAs, startBuilds, storeOptions } from './lib/cli-options.mjs';
-import { benchDir, startBare } from './lib/targets.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
+import { startBare } from './lib/targets.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -42,15 +40,8 @@ if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 50)) die('--rounds 1.
 // As in overhead.mjs: the measured proxies on the last CPU, this script and the upstream on the others.
 const pin = pinning('auto', die);
 
-installExitHandlers();
-const tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-open-loop-'));
-onStopAll(() => rmSync(tmp, { recursive: true, force: true }));
 try {
-  const { match: up } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], {
-    ready: /listening (\d+)/,
-    cpus: pin?.others,
-  });
-  const upstreamUrl = `http://127.0.0.1:${up[1]}`;
+  const { tmp, upstreamUrl } = await setUp('open-loop', { cpus: pin?.others });
   const loadPool = { connections: 16 };
   const profileDir = opt.profile === undefined ? undefined : path.resolve(opt.profile);
   const bare = await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy, profileDir, tag: 'openloop' });

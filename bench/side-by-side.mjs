@@ -7,17 +7,13 @@
 // second and the next) then falls on both alike, where `npm run bench -- --baseline` measures them
 // one after the other. For telling a change of a few percent from noise (bench/README.md).
 //
-//   npm run build && node bench/side-by-side.mjs --baseline DIR [--deployment sqlite|postgres-redis]
+//   npm run bench:side-by-side -- --baseline DIR [--deployment sqlite|postgres-redis]
 //                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8]
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { installExitHandlers, onStopAll, pinning, startChild, stopAll } from './lib/children.mjs';
+import { pinning, stopAll } from './lib/children.mjs';
 import { bodyFor, checkAnswer, runLoad } from './lib/load.mjs';
 import { median } from './lib/report.mjs';
-import { checkBuildOptions, dieAs, startBuilds, storeOptions } from './lib/cli-options.mjs';
-import { benchDir } from './lib/targets.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -56,15 +52,8 @@ function loop(target, mode, concurrency, stop) {
 }
 
 const pin = pinning('auto', die);
-installExitHandlers();
-const tmp = mkdtempSync(path.join(tmpdir(), 'tollgate-side-by-side-'));
-onStopAll(() => rmSync(tmp, { recursive: true, force: true }));
 try {
-  const { match: up } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], {
-    ready: /listening (\d+)/,
-    cpus: pin?.others,
-  });
-  const upstreamUrl = `http://127.0.0.1:${up[1]}`;
+  const { tmp, upstreamUrl } = await setUp('side-by-side', { cpus: pin?.others });
   const [mine, base] = await startBuilds(opt, baseline, {
     tag: 'sidebyside',
     upstreamUrl,

@@ -1,10 +1,11 @@
-// Options shared by the bench scripts that run Tollgate in one deployment and mode, optionally beside
-// another build (lone-request.mjs, open-loop.mjs).
-import { existsSync } from 'node:fs';
+// Options and set-up shared by the bench scripts that run Tollgate in one deployment and mode, optionally
+// beside another build (lone-request.mjs, open-loop.mjs, side-by-side.mjs).
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { onStopAll } from './children.mjs';
+import { installExitHandlers, onStopAll, startChild } from './children.mjs';
 import { sharedStores } from './stores.mjs';
-import { CLI, startTollgate } from './targets.mjs';
+import { CLI, benchDir, startTollgate } from './targets.mjs';
 
 /** parseArgs options: the PostgreSQL server and Redis of the postgres-redis deployment. */
 export const storeOptions = {
@@ -43,4 +44,16 @@ export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPo
     targets.push(await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool, cpus, baseline: build, profileDir, tag }));
   }
   return targets;
+}
+
+/**
+ * What every such script starts with: exit handlers that stop its children, a temp dir (removed at the
+ * end) and the fake upstream (on `cpus`, when pinned). Call stopAll() (children.mjs) when done.
+ */
+export async function setUp(name, { cpus } = {}) {
+  installExitHandlers();
+  const tmp = mkdtempSync(path.join(tmpdir(), `tollgate-${name}-`));
+  onStopAll(() => rmSync(tmp, { recursive: true, force: true }));
+  const { match } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], { ready: /listening (\d+)/, cpus });
+  return { tmp, upstreamUrl: `http://127.0.0.1:${match[1]}` };
 }
