@@ -36,7 +36,7 @@ import type { CounterStore } from './limits/counter-store.js';
 import type { HoldStore } from './limits/hold-store.js';
 import { MemoryHoldStore } from './limits/memory-hold-store.js';
 import { RedisCounterStore } from './limits/redis-counter-store.js';
-import { RedisHoldStore } from './limits/redis-hold-store.js';
+import { HOLD_STORE_COMMANDS, RedisHoldStore } from './limits/redis-hold-store.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { teeMetrics } from './observability/metrics.js';
 import { PromMetrics } from './observability/prom-metrics.js';
@@ -103,7 +103,9 @@ function connectRedis(url: string, logger: Logger): RedisConnections {
     connectTimeout: 2_000,
     // Reconnects at most a second apart, so that service resumes within a second of Redis answering.
     retryStrategy: (times) => Math.min(times * 100, 1000),
+    // Commands sent in the same turn go in one write, but for the hold store's (it batches its own).
     enableAutoPipelining: true,
+    autoPipeliningIgnoredCommands: [...HOLD_STORE_COMMANDS],
   });
   const subscriber = client.duplicate();
   // Without a listener ioredis prints each error itself; these are logged once per message kind and connection state.

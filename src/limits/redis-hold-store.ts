@@ -76,6 +76,15 @@ interface Scripts {
   tollgatePut: Script;
 }
 
+/**
+ * The store's commands. It batches its writes itself (one APPLY per account a turn, turn-batches.ts),
+ * so the client should send them as they come rather than auto-pipeline them too (ioredis's
+ * `autoPipeliningIgnoredCommands`), which wraps each in a pipeline of one: ~7 % of a request's CPU on
+ * PostgreSQL + Redis (bench/side-by-side.mjs). All of them, so that they keep the order they were
+ * issued in (a command auto-pipelined goes out a turn later than one sent at once).
+ */
+export const HOLD_STORE_COMMANDS: readonly (keyof Scripts)[] = ['tollgateApply', 'tollgateView', 'tollgatePut'];
+
 export interface RedisHoldStoreOptions {
   /** Prepended to every key, so that several gateways (or tests) can share one Redis. */
   prefix?: string;
@@ -128,7 +137,7 @@ export class RedisHoldStore implements HoldStore {
     this.prefix = options.prefix ?? 'tollgate:';
     this.timeoutMs = options.timeoutMs ?? 2000;
     this.alive = `${this.prefix}alive:${randomUUID()}`;
-    const scripts: Array<[keyof Scripts, string]> = [
+    const scripts: Array<[(typeof HOLD_STORE_COMMANDS)[number], string]> = [
       ['tollgateApply', APPLY],
       ['tollgateView', VIEW],
       ['tollgatePut', PUT],
