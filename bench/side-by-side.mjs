@@ -11,7 +11,7 @@
 //                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8]
 import { parseArgs } from 'node:util';
 import { pinning, stopAll } from './lib/children.mjs';
-import { bodyFor, checkAnswer, runLoad } from './lib/load.mjs';
+import { bodyFor, one, runLoad } from './lib/load.mjs';
 import { median } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
 
@@ -43,8 +43,7 @@ function loop(target, mode, concurrency, stop) {
   const worker = async () => {
     while (!stop()) {
       target.sent++;
-      const res = await target.pool.request({ method: 'POST', path: target.path, headers: target.headers, body });
-      checkAnswer(target, mode, res.statusCode, await res.body.text());
+      await one(target.pool, target, mode, body);
       target.answered++;
     }
   };

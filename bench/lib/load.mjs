@@ -45,7 +45,8 @@ export function checkAnswer(target, mode, status, text) {
   if (!ok) throw new Error(`${target.label} ${mode}: unexpected answer ${status}: ${text.slice(0, 400)}`);
 }
 
-async function one(pool, target, mode, body) {
+/** One request to `target` through `pool`, its answer read in full and checked. */
+export async function one(pool, target, mode, body) {
   const res = await pool.request({ method: 'POST', path: target.path, headers: target.headers, body });
   const text = await res.body.text();
   checkAnswer(target, mode, res.statusCode, text);

@@ -79,8 +79,8 @@ interface Scripts {
 /**
  * The store's commands. It batches its writes itself (one APPLY per account a turn, turn-batches.ts),
  * so the client should send them as they come rather than auto-pipeline them too (ioredis's
- * `autoPipeliningIgnoredCommands`), which wraps each in a pipeline of one: ~7 % of a request's CPU on
- * PostgreSQL + Redis (bench/side-by-side.mjs). All of them, so that they keep the order they were
+ * `autoPipeliningIgnoredCommands`), which wraps each in a pipeline of one: ~7 % of a JSON request's
+ * CPU on PostgreSQL + Redis, 2–3 % of a streamed one (bench/side-by-side.mjs). All of them, so that they keep the order they were
  * issued in (a command auto-pipelined goes out a turn later than one sent at once).
  */
 export const HOLD_STORE_COMMANDS: readonly (keyof Scripts)[] = ['tollgateApply', 'tollgateView', 'tollgatePut'];

@@ -5,6 +5,11 @@ interface Cell<V> {
   pending: V;
 }
 
+/** The key of a series by its label values (in the order of the metric's label names). */
+export function seriesKey(labelValues: readonly string[]): string {
+  return labelValues.length === 1 ? (labelValues[0] as string) : labelValues.join('\u0000');
+}
+
 /**
  * A Prometheus counter whose increments are summed here, by their label values, and handed to
  * prom-client when the registry is scraped: prom-client's `labels(…).inc()` builds, validates and
@@ -34,7 +39,7 @@ export class SummedCounter<V extends number | bigint> {
 
   /** Adds `by` to the series of these label values (in the order of `labelNames`). */
   add(by: V, ...labels: string[]): void {
-    const key = labels.length === 1 ? (labels[0] as string) : labels.join('\u0000');
+    const key = seriesKey(labels);
     const cell = this.cells.get(key);
     if (cell) cell.pending = (typeof by === 'bigint' ? (cell.pending as bigint) + by : (cell.pending as number) + (by as number)) as V;
     else this.cells.set(key, { labels, pending: by });
