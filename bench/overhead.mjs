@@ -136,10 +136,12 @@ const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function measure(target, mode) {
   await pause(SETTLE_MS); // let deferred work of what ran before (charges, GC) finish outside the window
+  const from = process.hrtime.bigint() / 1000n; // µs on the clock a .cpuprofile's sample times are on
   const before = await target.cpu();
   const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS, CONCURRENCY);
   await pause(SETTLE_MS); // deferred work of the measured requests (group-committed charges) counts
   const after = await target.cpu();
+  (target.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: REQUESTS });
   // System time (the kernel's share: sockets, pwrite) where the probe tells it apart (Node proxies).
   const sysUs = after.sysUs === undefined ? undefined : after.sysUs - before.sysUs;
   return { cpuUs: after.us - before.us, sysUs, procCpuUs: after.procUs - before.procUs, elapsedMs, latencies };
@@ -410,7 +412,7 @@ async function main() {
         for (const t of targets.filter((x) => x.kind === 'tollgate')) ledger.push({ mode, label: t.label, ...(await t.ledgerCheck()) });
       } finally {
         await Promise.all(targets.map(closeTarget));
-        for (const t of targets) if (t.profile) profiles.push({ mode, label: t.label, bare: t.id === 'bare', file: t.profile, requests: t.sent });
+        for (const t of targets) if (t.profile) profiles.push({ mode, label: t.label, bare: t.id === 'bare', file: t.profile, windows: t.windows ?? [] });
       }
     }
 
@@ -461,7 +463,9 @@ async function main() {
   }
   for (const p of profiles) {
     const written = existsSync(p.file);
-    process.stdout.write(`\n[${p.mode} ${p.label}] ${written ? summarizeProfile(p.file, root) : `no profile was written to ${p.file}\n`}`);
+    // the measured rounds' spans beside the profile, for reading it again later (µs, the profile's clock)
+    if (written) writeFileSync(`${p.file}.windows.json`, `${JSON.stringify(p.windows.map((w) => ({ ...w, from: Number(w.from), to: Number(w.to) })))}\n`);
+    process.stdout.write(`\n[${p.mode} ${p.label}] ${written ? summarizeProfile(p.file, root, 10, p.windows) : `no profile was written to ${p.file}\n`}`);
     const bare = profiles.find((b) => b.bare && b.mode === p.mode);
     if (written && !p.bare && bare && existsSync(bare.file)) process.stdout.write(`[${p.mode} ${p.label} against bare] ${compareProfiles(bare, p, root)}`);
   }

@@ -62,12 +62,20 @@ function area(url, root) {
   return parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
 }
 
-/** Self time (µs) of a .cpuprofile by function and by area, idle excluded. */
-function selfTimes(file, root) {
+/**
+ * Self time (µs) of a .cpuprofile by function and by area, idle excluded; with `windows` (`{ from, to }`
+ * in µs of the monotonic clock, `process.hrtime.bigint() / 1000n`, the clock V8 stamps samples with),
+ * only the samples taken inside them: the measured rounds, without start-up and warm-up.
+ */
+function selfTimes(file, root, windows) {
   const prof = JSON.parse(readFileSync(file, 'utf8'));
   const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const spans = windows?.map((w) => [Number(w.from), Number(w.to)]);
   const self = new Map();
+  let at = prof.startTime;
   for (let i = 0; i < prof.samples.length; i++) {
+    at += prof.timeDeltas[i] ?? 0;
+    if (spans && !spans.some(([from, to]) => at >= from && at < to)) continue;
     const node = byId.get(prof.samples[i]);
     self.set(node, (self.get(node) ?? 0) + (prof.timeDeltas[i] ?? 0));
   }
@@ -86,8 +94,8 @@ function selfTimes(file, root) {
   return { byFn, byArea, total };
 }
 
-export function summarizeProfile(file, root, top = 10) {
-  const { byFn, byArea, total } = selfTimes(file, root);
+export function summarizeProfile(file, root, top = 10, windows = undefined) {
+  const { byFn, byArea, total } = selfTimes(file, root, windows);
   const pct = (us) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
   const list = (m, n) =>
     [...m]
@@ -96,28 +104,30 @@ export function summarizeProfile(file, root, top = 10) {
       .map(([k, us]) => `  ${pct(us)}  ${fmt(us / 1000).padStart(6)} ms  ${k}`)
       .join('\n');
   return (
-    `profile ${file}: ${fmt(total / 1000)} ms of CPU samples (idle excluded)\n` +
+    `profile ${file}: ${fmt(total / 1000)} ms of CPU samples (idle excluded${windows ? ', measured rounds only' : ''})\n` +
     `top ${top} functions by self time:\n${list(byFn, top)}\n` +
     `self time by area:\n${list(byArea, 15)}\n`
   );
 }
 
 /**
- * Where a Tollgate's CPU goes beyond the bare proxy's: self time by area in µs per request sent to
- * each (the profiles cover each process's whole life, its start included: module loading shows under
- * node core and the packages it loads), the areas that differ most first.
+ * Where a Tollgate's CPU goes beyond the bare proxy's: self time by area in µs per request, counting
+ * only the samples inside each one's measured rounds (`windows`: `{ from, to, requests }`), so that
+ * neither start-up nor warm-up is in it, the areas that differ most first.
  */
 export function compareProfiles(bare, tollgate, root, top = 20) {
-  const a = selfTimes(bare.file, root);
-  const b = selfTimes(tollgate.file, root);
+  const a = selfTimes(bare.file, root, bare.windows);
+  const b = selfTimes(tollgate.file, root, tollgate.windows);
+  const requests = (p) => p.windows.reduce((n, w) => n + w.requests, 0);
+  const [na, nb] = [requests(bare), requests(tollgate)];
   const rows = [...new Set([...a.byArea.keys(), ...b.byArea.keys()])]
-    .map((k) => [k, (a.byArea.get(k) ?? 0) / bare.requests, (b.byArea.get(k) ?? 0) / tollgate.requests])
+    .map((k) => [k, (a.byArea.get(k) ?? 0) / na, (b.byArea.get(k) ?? 0) / nb])
     .sort((x, y) => y[2] - y[1] - (x[2] - x[1]));
   const line = (k, x, y) => `  ${fmt(x, 1).padStart(7)}  ${fmt(y, 1).padStart(8)}  ${fmt(y - x, 1).padStart(7)}  ${k}`;
   return (
-    `self time by area, µs per request sent (bare ${fmt(bare.requests)}, tollgate ${fmt(tollgate.requests)} requests; start-up included):\n` +
+    `self time by area, µs per request of the measured rounds (bare ${fmt(na)}, tollgate ${fmt(nb)} requests):\n` +
     `     bare  tollgate     more  area\n` +
-    `${line('all', a.total / bare.requests, b.total / tollgate.requests)}\n` +
+    `${line('all', a.total / na, b.total / nb)}\n` +
     rows
       .slice(0, top)
       .map(([k, x, y]) => line(k, x, y))
