@@ -11,9 +11,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
-import { median, percentile } from './lib/report.mjs';
+import { median, percentile, profileReport } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
-import { startBare } from './lib/targets.mjs';
+import { root, startBare } from './lib/targets.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -39,14 +39,17 @@ if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 50)) die('--rounds 1.
 
 // As in overhead.mjs: the measured proxies on the last CPU, this script and the upstream on the others.
 const pin = pinning('auto', die);
+/** The profiled processes (--profile), reported once they have exited and written their profiles. */
+let profiled;
+const profileDir = opt.profile === undefined ? undefined : path.resolve(opt.profile);
 
 try {
   const { tmp, upstreamUrl } = await setUp('open-loop', { cpus: pin?.others });
   const loadPool = { connections: 16 };
-  const profileDir = opt.profile === undefined ? undefined : path.resolve(opt.profile);
   const bare = await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy, profileDir, tag: 'openloop' });
   const tollgates = await startBuilds(opt, baseline, { tag: 'openloop', upstreamUrl, tmp, loadPool, cpus: pin?.proxy, profileDir });
   const proxies = [bare, ...tollgates];
+  profiled = proxies.filter((p) => p.profile).map((p) => ({ mode: opt.mode, label: p.label, bare: p === bare, file: p.profile, windows: (p.windows = []) }));
   for (const p of proxies) {
     p.sent = 0;
     await runLoad(p, opt.mode, 2000, 16); // warm-up
@@ -63,9 +66,11 @@ try {
   print(header);
   for (let round = 1; round <= ROUNDS; round++) {
     for (const p of round % 2 ? proxies : [...proxies].reverse()) {
+      const from = process.hrtime.bigint() / 1000n; // µs on the clock of a .cpuprofile's samples
       const c0 = (await p.cpu()).us;
       const run = await runOpenLoop(p, opt.mode, RATE, SECONDS);
       const cpu = ((await p.cpu()).us - c0) / run.latencies.length;
+      (p.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: run.latencies.length });
       const sorted = Float64Array.from(run.latencies).sort();
       const eld = p === bare ? undefined : (await probe(p.child, 'stats')).eld;
       const row = {
@@ -102,3 +107,5 @@ try {
 } finally {
   await stopAll();
 }
+// Written as each process exits: where each Tollgate's CPU goes beyond the bare proxy's, in the measured rounds.
+if (profiled) process.stdout.write(profileReport(profiled, root));

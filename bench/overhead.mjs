@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
-import { compareProfiles, fmt, median, percentile, printMarkdown, printRows, sortedLatencies, summarizeProfile } from './lib/report.mjs';
+import { fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
 import { CLI, PORTKEY, benchDir, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
@@ -461,14 +461,7 @@ async function main() {
     clearTimeout(deadline);
     await stopAll();
   }
-  for (const p of profiles) {
-    const written = existsSync(p.file);
-    // the measured rounds' spans beside the profile, for reading it again later (µs, the profile's clock)
-    if (written) writeFileSync(`${p.file}.windows.json`, `${JSON.stringify(p.windows.map((w) => ({ ...w, from: Number(w.from), to: Number(w.to) })))}\n`);
-    process.stdout.write(`\n[${p.mode} ${p.label}] ${written ? summarizeProfile(p.file, root, 10, p.windows) : `no profile was written to ${p.file}\n`}`);
-    const bare = profiles.find((b) => b.bare && b.mode === p.mode);
-    if (written && !p.bare && bare && existsSync(bare.file)) process.stdout.write(`[${p.mode} ${p.label} against bare] ${compareProfiles(bare, p, root)}`);
-  }
+  process.stdout.write(profileReport(profiles, root));
 }
 
 main().catch(async (err) => {

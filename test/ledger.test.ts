@@ -563,6 +563,43 @@ for (const target of databaseTargets) {
       expect(update?.keys?.[0]?.periods.find((p) => p.period === 'all')).toMatchObject({ usage: 11n, seq: update?.account?.seq });
     });
 
+    // SQLite: the group commit runs on the handle Kysely's transactions use (one connection).
+    it.runIf(target.name === 'sqlite')(
+      "issue 9: a commit made while a transaction of Kysely's is open waits for it, so that the transaction rolling back takes no charge with it",
+      async () => {
+        const a = await newAccount();
+        const hash = `h-in-trx-${target.name}`;
+        await newKey(a.id, hash);
+        let release: () => void = () => undefined;
+        const held = new Promise<void>((resolve) => (release = resolve));
+        let began: () => void = () => undefined;
+        const inside = new Promise<void>((resolve) => (began = resolve));
+        // An admin write open across an await (BEGIN issued, its statements to come), then rolled back.
+        const admin = db
+          .transaction()
+          .execute(async (trx) => {
+            await trx.updateTable('accounts').set({ name: 'renamed' }).where('id', '=', a.id).execute();
+            began();
+            await held;
+            throw new Error('rolled back');
+          })
+          .catch((err: Error) => err.message);
+        await inside;
+        const committed = writeCommit(db, sqliteCommitWriter, [charge(a.id, hash, 7n)]);
+        let done = false;
+        void committed.then(() => (done = true));
+        for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+        expect(done).toBe(false); // waiting for the transaction, not written inside it
+        release();
+        expect(await admin).toBe('rolled back');
+        await committed;
+        const account = await ledger.getAccount(a.id);
+        expect(account?.name).toBe('a'); // the admin write was rolled back …
+        expect(account?.totalUsage).toBe(7n); // … and the charge, written after it, stands
+        expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(7n);
+      },
+    );
+
     // A network connection's failure mode: a SQLite COMMIT runs in process, and either lands or throws.
     it.runIf(target.name === 'postgres')(
       'issue 8: a COMMIT whose answer is lost, again and again, neither drains the connections nor charges twice',

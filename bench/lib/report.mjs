@@ -1,5 +1,5 @@
 // Figures and tables of a bench run, and the summary of a --profile run's .cpuprofile.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;
@@ -134,4 +134,22 @@ export function compareProfiles(bare, tollgate, root, top = 20) {
       .join('\n') +
     '\n'
   );
+}
+
+/**
+ * What a --profile run prints at the end, for `profiles` (`{ mode, label, bare, file, windows }`, one per
+ * process profiled, `windows` its measured rounds: `{ from, to, requests }`, µs on the profile's clock):
+ * each one's summary, and each Tollgate's against the bare proxy of its mode. Writes each profile's
+ * windows beside it (`FILE.windows.json`), for reading it again later.
+ */
+export function profileReport(profiles, root) {
+  let out = '';
+  for (const p of profiles) {
+    const written = existsSync(p.file);
+    if (written) writeFileSync(`${p.file}.windows.json`, `${JSON.stringify(p.windows.map((w) => ({ ...w, from: Number(w.from), to: Number(w.to) })))}\n`);
+    out += `\n[${p.mode} ${p.label}] ${written ? summarizeProfile(p.file, root, 10, p.windows) : `no profile was written to ${p.file}\n`}`;
+    const bare = profiles.find((b) => b.bare && b.mode === p.mode);
+    if (written && !p.bare && bare && existsSync(bare.file)) out += `[${p.mode} ${p.label} against bare] ${compareProfiles(bare, p, root)}`;
+  }
+  return out;
 }

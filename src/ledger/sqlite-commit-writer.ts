@@ -90,8 +90,8 @@ const commits = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[])
 /**
  * A group commit on SQLite: one transaction of single-row statements, each prepared once, run
  * synchronously on the database's better-sqlite3 handle (in process, a statement costs a few
- * microseconds; going through Kysely for each cost as much again). Kysely's one connection is held
- * for it, so that no transaction of Kysely's is open on the handle meanwhile. A transaction that
+ * microseconds; going through Kysely for each cost as much again). It never runs inside a transaction
+ * of Kysely's (it waits for Kysely's connection while one is open). A transaction that
  * fails, its COMMIT included, is rolled back whole and throws: SQLite in process cannot lose the
  * answer of a COMMIT that landed.
  */
@@ -105,6 +105,11 @@ export const sqliteCommitWriter: CommitWriter = {
     // The WAL may be due to start over: the commit then waits for a checkpoint first (wal-checkpointer.ts).
     const checkpointed = walCheckpointerOf(sqlite)?.beforeWrite();
     if (checkpointed) await checkpointed;
+    // No transaction of Kysely's is open on the handle: the commit runs now, whole and synchronous,
+    // so nothing else can run on the handle before it ends (taking Kysely's connection first costs a
+    // promise chain and a Kysely instance a commit). One is open (an admin write awaiting between its
+    // statements): the commit waits for Kysely's connection, so as not to land inside that transaction.
+    if (!sqlite.inTransaction) return run(charges);
     return db.connection().execute(async () => run(charges));
   },
 };
