@@ -189,6 +189,9 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     shutdownDeadlineMs: config.ledger.shutdown_deadline_ms,
   });
 
+  // Charges a process made durable and did not get into the tables before it stopped (charge-journal.ts).
+  const recovered = await ledger.recoverJournal();
+  if (recovered > 0) logger.warn({ charges: recovered }, 'applied charges journaled before the last stop (each once)');
   const adminToken = config.admin_token ? { value: config.admin_token, created: false } : await ledger.settingOrCreate('admin_token', generateAdminToken);
   const secretsKey = config.secrets_key ? { value: config.secrets_key, created: false } : await ledger.settingOrCreate('secrets_key', SecretBox.generateKey);
   if (!config.secrets_key) {
@@ -373,6 +376,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     list: () => sender.list(),
     test: (id: string) => sender.test(id),
     idle: async () => {
+      // Alerts follow the ledger's commits to its tables: the charges made durable so far go there first.
+      await ledger.flush().catch(() => undefined);
       await detector.idle();
       await sender.idle();
     },

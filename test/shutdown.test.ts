@@ -158,9 +158,10 @@ describe('issue 7 item 8: SIGTERM loses nothing, and exits promptly', () => {
       const held = upstream.waitHeld();
       const running = chatCall(gw.base, acct.key, client);
       await held;
-      // The ledger stops taking writes (its generations table is gone) while the request runs.
+      // The ledger stops taking writes (its generations table and its charge journal are gone) while the request runs.
       const sqlite = new BetterSqlite3(dbFile);
       sqlite.exec('ALTER TABLE generations RENAME TO generations_off');
+      sqlite.exec('ALTER TABLE charge_journal RENAME TO charge_journal_off');
       gw.proc.kill('SIGTERM');
       await gw.waitFor(/SIGTERM: finishing/);
       upstream.release();
@@ -193,6 +194,7 @@ describe('issue 7 item 8: SIGTERM loses nothing, and exits promptly', () => {
 
       // The operator brings the ledger back and replays the log: the charge lands once.
       sqlite.exec('ALTER TABLE generations_off RENAME TO generations');
+      sqlite.exec('ALTER TABLE charge_journal_off RENAME TO charge_journal');
       sqlite.close();
       const logFile = join(dir, 'shutdown.log');
       writeFileSync(logFile, gw.output());

@@ -34,7 +34,7 @@ export interface ActualCost {
  * The holds one admitted request took. While the request runs, the ticket renews their lease, so they
  * count exactly as long as the request does. It settles once: the in-flight hold becomes the actual
  * cost for the settlement window, and the running holds become a pending charge of that cost, which
- * the ticket keeps renewing until the charge is durable in the ledger (whose commit then replaces it
+ * the ticket keeps renewing until the charge is in the ledger's tables (whose commit then replaces it
  * in the store's view), so that no reader ever sees neither the hold nor the charge.
  */
 export class Ticket {
@@ -63,7 +63,7 @@ export class Ticket {
 
   private scheduleRenewal(): void {
     const { clock, renewUntil, leaseMs } = this.o;
-    // A running request stops renewing at its deadline; a pending charge is renewed until it is durable.
+    // A running request stops renewing at its deadline; a pending charge is renewed until it is recorded.
     if (this.stopped || (!this.done && clock.now() >= renewUntil)) return;
     const every = Math.floor(leaseMs / 3);
     this.timer = clock.schedule(this.done ? every : Math.min(every, renewUntil - clock.now()), () => {
@@ -81,8 +81,8 @@ export class Ticket {
     this.timer = undefined;
   }
 
-  /** Replaces the holds with the actual cost; `durable` resolves when the charge is in the ledger. */
-  async settle(actual: ActualCost, durable: Promise<void>): Promise<void> {
+  /** Replaces the holds with the actual cost; `recorded` resolves when the charge is in the ledger's tables. */
+  async settle(actual: ActualCost, recorded: Promise<void>): Promise<void> {
     if (this.done) return;
     this.done = true;
     const { holds, clock, accountId, id, keyHash, windowMs, leaseMs, onEnded } = this.o;
@@ -91,7 +91,7 @@ export class Ticket {
     try {
       const p = periodKeys(actual.createdAt);
       await holds.settle({ accountId, id, cost: actual.cost, byokUsage: actual.byokUsage, keyHash, periods: p, windowMs, leaseMs });
-      await durable;
+      await recorded;
     } finally {
       this.stopRenewing();
     }

@@ -95,7 +95,8 @@ export class Settlement {
     metrics.held(-this.ticket.held);
     metrics.charged(charge.model, charge.provider, cost, charge.tokensPrompt, charge.tokensCompletion);
     void written.then(() => metrics.chargeLag((now() - settledAt) / 1000));
-    this.ticket.settle({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, written).catch(onError);
+    // The holds' pending charge is renewed until the charge is in the ledger's tables (after it is durable).
+    this.ticket.settle({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, this.ledger.recorded(charge.id)).catch(onError);
     this.result = { cost, listCost, durable: this.ledger.awaitDurable(written).then(() => undefined) };
     return this.result;
   }

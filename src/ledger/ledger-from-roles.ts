@@ -30,6 +30,7 @@ export function ledgerFromRoles(r: LedgerRoles): Ledger {
     deleteByokSecret: (accountId, provider) => r.byokSecrets.deleteByokSecret(accountId, provider),
     byokSecrets: (accountId) => r.byokSecrets.byokSecrets(accountId),
     charge: (charge) => r.charges.charge(charge),
+    recorded: (id) => r.charges.recorded(id),
     awaitDurable: (written) => r.charges.awaitDurable(written),
     flush: () => r.charges.flush(),
     close: () => r.charges.close(),

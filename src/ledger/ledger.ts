@@ -213,6 +213,12 @@ export interface Charges {
    */
   charge(charge: Charge): Promise<void>;
   /**
+   * Resolves once the charge with this id is in the ledger's tables (or set aside for good) and the
+   * limits store was told (`onCommitted`); at once for one not pending. Durable comes first: a
+   * ledger may make a charge durable in a journal and write the tables soon after (charge-journal.ts).
+   */
+  recorded(id: string): Promise<void>;
+  /**
    * Waits for a charge (the promise `charge()` gave) to be durable before its answer is delivered:
    * true once it is. While the ledger is not backlogged the wait is bounded (then false: the charge
    * stays queued and is written exactly once when the database answers); past its backlog bound it

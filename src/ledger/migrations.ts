@@ -179,6 +179,18 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropIndex('generations_account').ifExists().execute();
     },
   },
+  '0008_charge_journal': {
+    // Charges durable but not yet in the tables above, one row each (charge-journal.ts): on SQLite a
+    // group commit appends them here, and they are applied to the tables, and dropped from here, in
+    // bulk soon after. Unused on PostgreSQL, where a group commit is one statement.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('charge_journal')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('record', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

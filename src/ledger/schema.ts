@@ -108,6 +108,12 @@ export interface AlertCrossingsTable {
   created_at: Int;
 }
 
+/** A charge durable but not yet applied to the tables (charge-journal.ts): its id, and its ChargeRecord as JSON. */
+export interface ChargeJournalTable {
+  id: string;
+  record: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   credit_entries: CreditEntriesTable;
@@ -119,4 +125,5 @@ export interface Database {
   settings: SettingsTable;
   spend_hourly: SpendHourlyTable;
   alert_crossings: AlertCrossingsTable;
+  charge_journal: ChargeJournalTable;
 }

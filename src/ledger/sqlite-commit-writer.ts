@@ -1,15 +1,15 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import { byText, GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
-import { sqliteHandleOf } from './database.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Nano } from './money.js';
 import { periodKeys } from './periods.js';
 import { rollupDeltas } from './spend-rollups.js';
 import type { Database } from './schema.js';
 import { big } from './rows.js';
-import { walCheckpointerOf } from './wal-checkpointer.js';
+import { writeOnHandle } from './sqlite-writes.js';
 
+const DROP_JOURNALED = 'DELETE FROM charge_journal WHERE id = ?';
 const INSERT_GENERATION = `INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) VALUES (${GENERATION_COLUMNS.map(() => '?').join(', ')})
    ON CONFLICT (id) DO NOTHING`;
 const CHARGE_ACCOUNT = `UPDATE accounts SET balance = balance - ?, total_usage = total_usage + ?, seq = seq + 1 WHERE id = ?
@@ -55,6 +55,7 @@ function deltasOf(charges: readonly Charge[], recorded: ReadonlySet<string>): { 
 
 /** The whole commit as one synchronous better-sqlite3 transaction, its statements prepared once a handle. */
 function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) => WrittenCommit {
+  const unjournal = sqlite.prepare(DROP_JOURNALED);
   const insertGeneration = sqlite.prepare(INSERT_GENERATION);
   const chargeAccount = sqlite.prepare(CHARGE_ACCOUNT);
   const addKeyUsage = sqlite.prepare(ADD_KEY_USAGE);
@@ -75,14 +76,12 @@ function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) 
     for (const r of rollupDeltas(charges, recorded)) {
       addRollup.run(r.bucket, r.accountId, r.keyHash, r.model, r.provider, r.requests, r.cost, r.byokUsage, r.promptTokens, r.completionTokens);
     }
+    // Applied (or recorded before): out of the charge journal, in the same transaction.
+    for (const c of charges) unjournal.run(c.id);
     return { recorded, accounts, keyRows };
   });
   // BEGIN IMMEDIATE: the write lock is taken at the start (another process writing waits, up to busy_timeout).
-  return (charges) => {
-    const written = commit.immediate(charges);
-    walCheckpointerOf(sqlite)?.wrote();
-    return written;
-  };
+  return (charges) => commit.immediate(charges);
 }
 
 const commits = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[]) => WrittenCommit>();
@@ -90,26 +89,17 @@ const commits = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[])
 /**
  * A group commit on SQLite: one transaction of single-row statements, each prepared once, run
  * synchronously on the database's better-sqlite3 handle (in process, a statement costs a few
- * microseconds; going through Kysely for each cost as much again). It never runs inside a transaction
- * of Kysely's (it waits for Kysely's connection while one is open). A transaction that
- * fails, its COMMIT included, is rolled back whole and throws: SQLite in process cannot lose the
- * answer of a COMMIT that landed.
+ * microseconds; going through Kysely for each cost as much again), never inside a transaction of
+ * Kysely's (sqlite-writes.ts). It also drops the charges from the charge journal (charge-journal.ts),
+ * where the ledger made them durable first. A transaction that fails, its COMMIT included, is rolled
+ * back whole and throws: SQLite in process cannot lose the answer of a COMMIT that landed.
  */
 export const sqliteCommitWriter: CommitWriter = {
-  async write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit> {
-    const sqlite = sqliteHandleOf(db);
-    if (!sqlite) throw new Error('the SQLite group commit needs a database opened by openDatabase');
-    let commit = commits.get(sqlite);
-    if (!commit) commits.set(sqlite, (commit = commitOn(sqlite)));
-    const run = commit;
-    // The WAL may be due to start over: the commit then waits for a checkpoint first (wal-checkpointer.ts).
-    const checkpointed = walCheckpointerOf(sqlite)?.beforeWrite();
-    if (checkpointed) await checkpointed;
-    // No transaction of Kysely's is open on the handle: the commit runs now, whole and synchronous,
-    // so nothing else can run on the handle before it ends (taking Kysely's connection first costs a
-    // promise chain and a Kysely instance a commit). One is open (an admin write awaiting between its
-    // statements): the commit waits for Kysely's connection, so as not to land inside that transaction.
-    if (!sqlite.inTransaction) return run(charges);
-    return db.connection().execute(async () => run(charges));
+  write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit> {
+    return writeOnHandle(db, (sqlite) => {
+      let commit = commits.get(sqlite);
+      if (!commit) commits.set(sqlite, (commit = commitOn(sqlite)));
+      return commit(charges);
+    });
   },
 };
