@@ -3,7 +3,8 @@ import type { Nano } from '../ledger/money.js';
 import { ExpiryHeap } from './expiry-heap.js';
 import { SettlingQueue } from './settling-queue.js';
 import type { AccountSnapshot, AdmitRequest, AdmitResult, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
-import { budgetOf, keyPeriodUsage, keyUsed, moneyOf, type PendingCharge, type UsageField } from './money-view.js';
+import { budgetOf, keyPeriodUsage, keyUsed, moneyOf, type UsageField } from './money-view.js';
+import { PendingCharges } from './pending-charges.js';
 
 /** A running request's hold: it counts until its lease ends (renewed while the request runs). */
 interface Hold {
@@ -23,7 +24,7 @@ interface AccountState {
   account: AccountSnapshot | undefined;
   /** Key usage snapshots by `hash\u0000period`. */
   keys: Map<string, UsageField>;
-  pending: Map<string, PendingCharge & { until: number }>;
+  pending: PendingCharges;
   scopes: Map<string, Scope>;
   /** The in-flight budget's settling holds: ended requests' actual costs, for the settlement window. */
   settling: SettlingQueue;
@@ -49,7 +50,7 @@ export class MemoryHoldStore implements HoldStore {
     let s = this.accounts.get(accountId);
     if (!s) {
       if (this.accounts.size >= MAX_ACCOUNTS) this.forgetIdle();
-      s = { account: undefined, keys: new Map(), pending: new Map(), scopes: new Map(), settling: new SettlingQueue() };
+      s = { account: undefined, keys: new Map(), pending: new PendingCharges(), scopes: new Map(), settling: new SettlingQueue() };
       this.accounts.set(accountId, s);
     }
     return s;
@@ -67,10 +68,8 @@ export class MemoryHoldStore implements HoldStore {
   /** The account's state with every lapsed hold and pending charge dropped. */
   private live(accountId: string, now: number): AccountState {
     const s = this.state(accountId);
-    for (const [id, p] of s.pending) {
-      if (p.until > now) continue;
-      // Its process died before the charge was recorded here: the ledger may have it or not; reload.
-      s.pending.delete(id);
+    if (s.pending.expire(now)) {
+      // A charge's process died before it was recorded here: the ledger may have it or not; reload.
       s.account = undefined;
       s.keys.clear();
     }
@@ -140,10 +139,10 @@ export class MemoryHoldStore implements HoldStore {
     const s = this.live(req.accountId, now);
     const keyField = req.key ? s.keys.get(`${req.key.hash}\u0000${req.key.period}`) : undefined;
     if (!s.account || (req.key && !keyField)) return { ok: false, refused: 'snapshot', account: !s.account, key: req.key !== undefined && !keyField };
-    const { balance } = moneyOf(s.account, s.pending.values());
+    const { balance } = moneyOf(s.account, s.pending.cost);
     if (req.refuseNegative && balance < 0n) return { ok: false, refused: 'negative', balance };
     if (req.key && keyField) {
-      const used = keyUsed(keyField, req.key, s.pending.values());
+      const used = keyUsed(keyField, req.key.includeByok, s.pending.keyUsage(req.key.hash, req.key.period));
       const held = this.held(s, keyScope(req.key.hash));
       if (used + held + req.key.amount > req.key.limit) return { ok: false, refused: 'key', used, held };
     }
@@ -176,7 +175,7 @@ export class MemoryHoldStore implements HoldStore {
     this.remove(s, BALANCE, req.id);
     this.remove(s, keyScope(req.keyHash), req.id);
     if (req.cost > 0n || req.byokUsage > 0n) {
-      s.pending.set(req.id, { cost: req.cost, byokUsage: req.byokUsage, keyHash: req.keyHash, periods: req.periods, until: now + req.leaseMs });
+      s.pending.set(req.id, { cost: req.cost, byokUsage: req.byokUsage, keyHash: req.keyHash, periods: req.periods }, now + req.leaseMs);
     }
   }
 
@@ -188,8 +187,7 @@ export class MemoryHoldStore implements HoldStore {
       const h = scope.holds.get(id);
       if (h && h.until < until) this.put(s, name, id, h.amount, until);
     }
-    const p = s.pending.get(id);
-    if (p && p.until < until) p.until = until;
+    s.pending.extend(id, until);
   }
 
   async record(update: LedgerUpdate): Promise<void> {
@@ -208,7 +206,7 @@ export class MemoryHoldStore implements HoldStore {
   async view(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<MoneyView | undefined> {
     const s = this.live(accountId, this.clock.now());
     if (!s.account) return undefined;
-    const { balance, totalUsage } = moneyOf(s.account, s.pending.values());
+    const { balance, totalUsage } = moneyOf(s.account, s.pending.cost);
     let keyUsage: MoneyView['keyUsage'];
     if (key) {
       keyUsage = new Map();
@@ -218,7 +216,7 @@ export class MemoryHoldStore implements HoldStore {
           keyUsage = undefined;
           break;
         }
-        keyUsage.set(period, keyPeriodUsage(field, key.hash, period, s.pending.values()));
+        keyUsage.set(period, keyPeriodUsage(field, s.pending.keyUsage(key.hash, period)));
       }
     }
     return { balance, totalUsage, keyUsage, budgetHeld: this.budgetHeld(s), runningHeld: this.held(s, BALANCE) };

@@ -21,39 +21,20 @@ export interface UsageField {
   byokUsage: Nano;
 }
 
-/** The balance and total usage as every process sees them: the snapshot less what is pending. */
-export function moneyOf(account: AccountSnapshot, pending: Iterable<PendingCharge>): { balance: Nano; totalUsage: Nano } {
-  let balance = account.balance;
-  let totalUsage = account.totalUsage;
-  for (const p of pending) {
-    balance -= p.cost;
-    totalUsage += p.cost;
-  }
-  return { balance, totalUsage };
+/** The balance and total usage as every process sees them: the snapshot less what is pending (`pendingCost`). */
+export function moneyOf(account: AccountSnapshot, pendingCost: Nano): { balance: Nano; totalUsage: Nano } {
+  return { balance: account.balance - pendingCost, totalUsage: account.totalUsage + pendingCost };
 }
 
-/** Whether a pending charge counts in `period` (`all`, `d:…`, `w:…`, `m:…`). */
-export function countsIn(p: PendingCharge, period: string): boolean {
-  if (period === 'all') return true;
-  return p.periods.daily === period || p.periods.weekly === period || p.periods.monthly === period;
+/** A key's usage and BYOK usage in one period: charged (the snapshot) and pending. */
+export function keyPeriodUsage(field: UsageField, pending: { usage: Nano; byokUsage: Nano }): { usage: Nano; byokUsage: Nano } {
+  return { usage: field.usage + pending.usage, byokUsage: field.byokUsage + pending.byokUsage };
 }
 
-/** A key's usage and BYOK usage in `period`: charged (the snapshot) and pending. */
-export function keyPeriodUsage(field: UsageField, hash: string, period: string, pending: Iterable<PendingCharge>): { usage: Nano; byokUsage: Nano } {
-  let usage = field.usage;
-  let byokUsage = field.byokUsage;
-  for (const p of pending) {
-    if (p.keyHash !== hash || !countsIn(p, period)) continue;
-    usage += p.cost;
-    byokUsage += p.byokUsage;
-  }
-  return { usage, byokUsage };
-}
-
-/** What counts against the key's limit in `period`: charged and pending, BYOK usage when the key includes it. */
-export function keyUsed(field: UsageField, key: { hash: string; period: string; includeByok: boolean }, pending: Iterable<PendingCharge>): Nano {
-  const u = keyPeriodUsage(field, key.hash, key.period, pending);
-  return u.usage + (key.includeByok ? u.byokUsage : 0n);
+/** What counts against the key's limit in its period: charged and pending, BYOK usage when the key includes it. */
+export function keyUsed(field: UsageField, includeByok: boolean, pending: { usage: Nano; byokUsage: Nano }): Nano {
+  const u = keyPeriodUsage(field, pending);
+  return u.usage + (includeByok ? u.byokUsage : 0n);
 }
 
 /**

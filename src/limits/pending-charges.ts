@@ -1,0 +1,106 @@
+import type { Nano } from '../ledger/money.js';
+import { ExpiryHeap } from './expiry-heap.js';
+import type { PendingCharge } from './money-view.js';
+
+interface Entry {
+  charge: PendingCharge;
+  until: number;
+  version: number;
+}
+
+/** What is pending for one key in one period. */
+export interface PendingUsage {
+  usage: Nano;
+  byokUsage: Nano;
+}
+
+const NONE: PendingUsage = { usage: 0n, byokUsage: 0n };
+
+/**
+ * An account's pending charges (requests ended, their charges not yet recorded by a ledger commit),
+ * with their sums kept as they change: what the balance and each key's usage per period owe them is
+ * read in O(1) however many are pending (a SQLite ledger applies its journal in bulk, so hundreds may
+ * be pending under load; summing them at each admission cost more than the admission). Each lapses at
+ * the end of its lease unless renewed, found in O(log n) (a heap of lease ends).
+ */
+export class PendingCharges {
+  private readonly entries = new Map<string, Entry>();
+  private expiries = new ExpiryHeap();
+  /** By `hash\u0000period`, for the periods 'all' and each charge's day, week and month. */
+  private readonly byKeyPeriod = new Map<string, PendingUsage & { count: number }>();
+  private version = 0;
+  /** The pending charges' total cost. */
+  cost: Nano = 0n;
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Pending until `until` (replacing a charge pending under the same id). */
+  set(id: string, charge: PendingCharge, until: number): void {
+    this.delete(id);
+    const version = ++this.version;
+    this.entries.set(id, { charge, until, version });
+    this.expiries.push({ at: until, id, version });
+    this.add(charge, 1n);
+  }
+
+  /** Recorded (or lapsed): no longer pending. */
+  delete(id: string): boolean {
+    const e = this.entries.get(id);
+    if (!e) return false;
+    this.entries.delete(id);
+    this.add(e.charge, -1n);
+    if (this.expiries.size > 2 * this.entries.size + 64) this.compact();
+    return true;
+  }
+
+  /** Renewed: pending until `until` at least. */
+  extend(id: string, until: number): void {
+    const e = this.entries.get(id);
+    if (!e || e.until >= until) return;
+    e.until = until;
+    e.version = ++this.version;
+    this.expiries.push({ at: until, id, version: e.version });
+  }
+
+  /** Drops the charges whose lease ended by `now`; true when any did. */
+  expire(now: number): boolean {
+    let any = false;
+    for (let x = this.expiries.peek(); x && x.at <= now; x = this.expiries.peek()) {
+      this.expiries.pop();
+      const e = this.entries.get(x.id);
+      if (e && e.version === x.version) {
+        this.delete(x.id);
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  /** What is pending for the key `hash` in `period` ('all', or a `d:`, `w:` or `m:` period). */
+  keyUsage(hash: string, period: string): PendingUsage {
+    const u = this.byKeyPeriod.get(`${hash}\u0000${period}`);
+    return u ? { usage: u.usage, byokUsage: u.byokUsage } : NONE;
+  }
+
+  private add(c: PendingCharge, sign: bigint): void {
+    this.cost += sign * c.cost;
+    for (const period of ['all', c.periods.daily, c.periods.weekly, c.periods.monthly]) {
+      const k = `${c.keyHash}\u0000${period}`;
+      let u = this.byKeyPeriod.get(k);
+      if (!u) this.byKeyPeriod.set(k, (u = { usage: 0n, byokUsage: 0n, count: 0 }));
+      u.usage += sign * c.cost;
+      u.byokUsage += sign * c.byokUsage;
+      u.count += sign > 0n ? 1 : -1;
+      // Nothing pending for it any more: the entry goes (those of every key and period would pile up).
+      if (u.count === 0) this.byKeyPeriod.delete(k);
+    }
+  }
+
+  private compact(): void {
+    const fresh = new ExpiryHeap();
+    for (const [id, e] of this.entries) fresh.push({ at: e.until, id, version: e.version });
+    this.expiries = fresh;
+  }
+}
