@@ -190,8 +190,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   });
 
   // Charges a process made durable and did not get into the tables before it stopped (charge-journal.ts).
-  const recovered = await ledger.recoverJournal();
-  if (recovered > 0) logger.warn({ charges: recovered }, 'applied charges journaled before the last stop (each once)');
+  // A database that does not take them now does not keep the gateway from starting: they stay there.
+  await ledger.recoverJournal().then(
+    (n) => n > 0 && logger.warn({ charges: n }, 'charges journaled before the last stop are being applied (each once)'),
+    (err: unknown) => logger.error({ err }, 'the charge journal could not be read; its charges stay in it'),
+  );
   const adminToken = config.admin_token ? { value: config.admin_token, created: false } : await ledger.settingOrCreate('admin_token', generateAdminToken);
   const secretsKey = config.secrets_key ? { value: config.secrets_key, created: false } : await ledger.settingOrCreate('secrets_key', SecretBox.generateKey);
   if (!config.secrets_key) {

@@ -659,6 +659,36 @@ for (const target of databaseTargets) {
       },
     );
 
+    it.runIf(target.name === 'sqlite')(
+      'issue 9: while the tables refuse charges and the journal takes them, answers go until the backlog bound, then wait; once the tables take them, each lands once',
+      async () => {
+        const a = await newAccount();
+        const hash = `h-refuse-${target.name}`;
+        await newKey(a.id, hash);
+        const behind = new KyselyLedger(db, { maxQueuedCharges: 3, durableWaitMs: 20, retryDelayMs: 60_000 });
+        await sql`CREATE TRIGGER refuse_charges BEFORE INSERT ON generations BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(db);
+        try {
+          const first = [1n, 2n, 3n].map((n) => behind.charge(charge(a.id, hash, n)));
+          expect(await Promise.all(first.map((w) => behind.awaitDurable(w)))).toEqual([true, true, true]); // journaled
+          const fourth = behind.charge(charge(a.id, hash, 4n));
+          let answered = false;
+          const waiting = behind.awaitDurable(fourth).then((durable) => ((answered = true), durable));
+          await behind.flush().catch(() => undefined);
+          for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+          expect(answered).toBe(false); // past the bound: waits, rather than piling up journaled charges
+          expect((await db.selectFrom('charge_journal').select('id').execute()).length).toBe(3);
+          await sql`DROP TRIGGER refuse_charges`.execute(db);
+          await behind.flush(); // the tables take the three; the fourth is journaled
+          await behind.flush(); // and taken too
+          expect(await waiting).toBe(true);
+          expect((await ledger.getAccount(a.id))?.totalUsage).toBe(10n);
+          expect(await new KyselyLedger(db).recoverJournal()).toBe(0);
+        } finally {
+          await sql`DROP TRIGGER IF EXISTS refuse_charges`.execute(db);
+        }
+      },
+    );
+
     // SQLite: the group commit runs on the handle Kysely's transactions use (one connection).
     it.runIf(target.name === 'sqlite')(
       "issue 9: a commit made while a transaction of Kysely's is open waits for it, so that the transaction rolling back takes no charge with it",
@@ -695,6 +725,21 @@ for (const target of databaseTargets) {
         expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(7n);
       },
     );
+
+    it("issue 9: a commit carrying a charge another process recorded reports that charge's key as it stands, though the commit moved its account", async () => {
+      const a = await newAccount();
+      const [k1, k2] = [`h-k1-${target.name}`, `h-k2-${target.name}`];
+      await newKey(a.id, k1);
+      await newKey(a.id, k2);
+      const writer = target.name === 'postgres' ? postgresCommitWriter : sqliteCommitWriter;
+      const x = charge(a.id, k1, 100n);
+      await writeCommit(db, writer, [x]); // another process (a start applying a journal) recorded it
+      const [update] = await writeCommit(db, writer, [x, charge(a.id, k2, 7n)]);
+      expect([...(update?.committed ?? [])]).toContain(x.id); // the limits store drops x's pending charge …
+      const k1All = update?.keys?.find((k) => k.hash === k1)?.periods.find((p) => p.period === 'all');
+      expect(k1All).toMatchObject({ usage: 100n, seq: update?.account?.seq }); // … and keeps its usage
+      expect(update?.account?.totalUsage).toBe(107n);
+    });
 
     // A network connection's failure mode: a SQLite COMMIT runs in process, and either lands or throws.
     it.runIf(target.name === 'postgres')(

@@ -28,6 +28,14 @@ import type {
 } from './ledger.js';
 import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
+
+/** The tables are this many journaled charges behind (they refuse writes): no more are taken for now. */
+class LedgerBacklog extends Error {
+  override readonly name = 'LedgerBacklog';
+  constructor(behind: number) {
+    super(`the ledger's tables are ${behind} journaled charges behind; charges wait until they catch up`);
+  }
+}
 import { periodKeys, type LimitReset } from './periods.js';
 import { postgresCommitWriter } from './postgres-commit-writer.js';
 import { sqliteChargeJournal } from './sqlite-charge-journal.js';
@@ -157,6 +165,8 @@ export class KyselyLedger implements Ledger {
   private unapplied: Queued[] = [];
   private applying: Promise<void> | undefined;
   private applyTimer: NodeJS.Timeout | undefined;
+  /** The last application failed: the next waits for its retry timer (reads do not hurry it). */
+  private applyRetrying = false;
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   /** When the last group commit started (performance.now()), and how many charges it carried. */
@@ -186,9 +196,9 @@ export class KyselyLedger implements Ledger {
    * (or fails) on its connection by itself: it changes nothing.
    */
   private async read<T>(op: () => Promise<T>): Promise<T> {
-    await this.applied();
     const ms = this.options.readDeadlineMs ?? READ_DEADLINE_MS;
-    const running = op();
+    // The journaled charges first (applied()), within the same deadline.
+    const running = this.unapplied.length > 0 || this.applying ? this.applied().then(op) : op();
     running.catch(() => undefined); // answered below, or abandoned past the deadline
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -550,6 +560,8 @@ export class KyselyLedger implements Ledger {
   }
 
   async flush(): Promise<void> {
+    // The journaled charges first (they make room below the backlog bound), then the queue, then those.
+    if (this.unapplied.length > 0) await this.applyJournaled().catch(() => undefined);
     await this.flushQueued(false);
     await this.applyJournaled();
   }
@@ -600,6 +612,13 @@ export class KyselyLedger implements Ledger {
    */
   private async writeBatch(batch: Queued[]): Promise<Queued[]> {
     if (this.journal) {
+      // Past the backlog bound of charges the tables have not taken (they refuse writes while the
+      // journal takes them), no more are made durable: their answers wait (awaitDurable), as they
+      // would for a database refusing every write, rather than piling up in memory.
+      const room = (this.options.maxQueuedCharges ?? 10_000) - this.unapplied.length;
+      if (room <= 0) throw new LedgerBacklog(this.unapplied.length);
+      // What does not fit waits in the queue for the next try (flushQueued retries it).
+      const over = batch.length > room ? batch.splice(room) : [];
       // Durable in one append (a failure keeps the batch queued whole: the database is failing); into
       // the tables in bulk soon after (applyJournaled).
       await this.journal.append(
@@ -614,7 +633,7 @@ export class KyselyLedger implements Ledger {
         this.unapplied.push(q);
       }
       this.scheduleApply();
-      return [];
+      return over;
     }
     return this.writeToTables(batch);
   }
@@ -679,11 +698,13 @@ export class KyselyLedger implements Ledger {
   }
 
   /** Applies the journaled charges soon: at once when a batch of them waits, else within APPLY_MS. */
-  private scheduleApply(delayMs?: number): void {
+  private scheduleApply(retryDelayMs?: number): void {
+    if (retryDelayMs !== undefined) this.applyRetrying = true;
     if (this.applyTimer || this.closing) return;
-    const ms = delayMs ?? (this.unapplied.length >= APPLY_BATCH ? 0 : APPLY_MS);
+    const ms = retryDelayMs ?? (this.unapplied.length >= APPLY_BATCH ? 0 : APPLY_MS);
     this.applyTimer = setTimeout(() => {
       this.applyTimer = undefined;
+      this.applyRetrying = false;
       this.applyJournaled().catch(() => undefined);
     }, ms);
     // The charges are durable already: a process that is otherwise done need not stay for them (close() applies them).
@@ -707,7 +728,9 @@ export class KyselyLedger implements Ledger {
   }
 
   private async applyAll(): Promise<void> {
-    while (this.unapplied.length > 0) {
+    for (let first = true; this.unapplied.length > 0; first = false) {
+      // A backlog goes a batch a turn: timers and I/O run between its transactions.
+      if (!first) await new Promise((resolve) => setImmediate(resolve));
       const batch = this.unapplied.splice(0, APPLY_BATCH);
       let retry: Queued[];
       try {
@@ -731,6 +754,9 @@ export class KyselyLedger implements Ledger {
    * first (when the database fails to take them, the read goes on and says what the tables say).
    */
   private async applied(): Promise<void> {
+    // While a failed application waits for its retry, a read says what the tables say (trying again
+    // at each read would use up a refused charge's attempts in moments).
+    if (this.applyRetrying) return;
     if (this.unapplied.length > 0 || this.applying) await this.applyJournaled().catch(() => undefined);
   }
 
@@ -748,7 +774,8 @@ export class KyselyLedger implements Ledger {
       this.pendingCharges.set(charge.id, { charge, written: done, recorded: new Promise<void>((resolve) => (recorded = resolve)), journaled: true });
       this.unapplied.push({ charge, durable: () => undefined, recorded, attempts: 0 });
     }
-    await this.applyJournaled();
+    // Tables that refuse them now are retried (scheduleApply): the charges stay in the journal meanwhile.
+    await this.applyJournaled().catch(() => undefined);
     return leftover.length;
   }
 
@@ -853,7 +880,7 @@ export class KyselyLedger implements Ledger {
     }
     // Journaled charges: one more try at the tables within the deadline; what stays there is durable,
     // and the next start applies it (recoverJournal).
-    if (this.unapplied.length > 0 && Date.now() < deadline) await settledWithin(this.applyJournaled(), deadline - Date.now());
+    if ((this.unapplied.length > 0 || this.applying) && Date.now() < deadline) await settledWithin(this.applyJournaled(), deadline - Date.now());
     // The charges that are not durable are answered, for the caller to log in full.
     const unwritten = [...this.pendingCharges.values()].filter((p) => !p.journaled).map((p) => p.charge);
     // A database that stopped answering mid-transaction can keep its connection busy for good: the

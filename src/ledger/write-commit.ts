@@ -19,9 +19,11 @@ export async function writeCommit(db: Kysely<Database>, writer: CommitWriter, ba
 }
 
 /**
- * Charges recorded by an earlier commit whose answer was lost moved nothing now: their accounts and
- * keys are read as they stand (in one transaction that sees one snapshot), so that what this commit
- * reports covers every charge in it. Rare: the query builder is fine here.
+ * Charges recorded by an earlier commit (whose answer was lost, or made by another process: a start
+ * applying a journal's leftovers) moved nothing now: their accounts that this commit did not move,
+ * and their keys whose usage it did not write, are read as they stand (in one transaction that sees
+ * one snapshot), so that what this commit reports covers every charge in it and the limits store,
+ * dropping their pending charges, keeps their usage. Rare: the query builder is fine here.
  */
 async function readUnmoved(
   db: Kysely<Database>,
@@ -32,14 +34,18 @@ async function readUnmoved(
 ): Promise<void> {
   const earlier = charges.filter((c) => !recorded.has(c.id));
   const unmoved = [...new Set(earlier.map((c) => c.accountId))].filter((id) => !snapshots.has(id));
-  if (unmoved.length === 0) return;
-  const keys = [...new Set(earlier.map((c) => c.keyHash))];
+  const written = new Set(keyRows.map((r) => r.key_hash));
+  const keys = [...new Set(earlier.map((c) => c.keyHash))].filter((hash) => !written.has(hash));
+  if (unmoved.length === 0 && keys.length === 0) return;
   await db
     .transaction()
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => {
-      const rows = await trx.selectFrom('accounts').select(['id', 'seq', 'balance', 'total_usage']).where('id', 'in', unmoved).execute();
-      for (const r of rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
-      keyRows.push(...(await trx.selectFrom('key_usage').select(['key_hash', 'period', 'usage', 'byok_usage']).where('key_hash', 'in', keys).execute()));
+      if (unmoved.length > 0) {
+        const rows = await trx.selectFrom('accounts').select(['id', 'seq', 'balance', 'total_usage']).where('id', 'in', unmoved).execute();
+        for (const r of rows) snapshots.set(r.id, { seq: big(r.seq), balance: big(r.balance), totalUsage: big(r.total_usage) });
+      }
+      if (keys.length > 0)
+        keyRows.push(...(await trx.selectFrom('key_usage').select(['key_hash', 'period', 'usage', 'byok_usage']).where('key_hash', 'in', keys).execute()));
     });
 }
