@@ -6,6 +6,8 @@ interface Entry {
   charge: PendingCharge;
   until: number;
   version: number;
+  /** Its `hash\u0000period` keys ('all', day, week, month), made once. */
+  keys: string[];
 }
 
 /** What is pending for one key in one period. */
@@ -40,9 +42,11 @@ export class PendingCharges {
   set(id: string, charge: PendingCharge, until: number): void {
     this.delete(id);
     const version = ++this.version;
-    this.entries.set(id, { charge, until, version });
+    const p = charge.periods;
+    const keys = ['all', p.daily, p.weekly, p.monthly].map((period) => `${charge.keyHash}\u0000${period}`);
+    this.entries.set(id, { charge, until, version, keys });
     this.expiries.push({ at: until, id, version });
-    this.add(charge, 1n);
+    this.add(charge, keys, 1n);
   }
 
   /** Recorded (or lapsed): no longer pending. */
@@ -50,7 +54,7 @@ export class PendingCharges {
     const e = this.entries.get(id);
     if (!e) return false;
     this.entries.delete(id);
-    this.add(e.charge, -1n);
+    this.add(e.charge, e.keys, -1n);
     if (this.expiries.size > 2 * this.entries.size + 64) this.compact();
     return true;
   }
@@ -84,10 +88,9 @@ export class PendingCharges {
     return u ? { usage: u.usage, byokUsage: u.byokUsage } : NONE;
   }
 
-  private add(c: PendingCharge, sign: bigint): void {
+  private add(c: PendingCharge, keys: readonly string[], sign: bigint): void {
     this.cost += sign * c.cost;
-    for (const period of ['all', c.periods.daily, c.periods.weekly, c.periods.monthly]) {
-      const k = `${c.keyHash}\u0000${period}`;
+    for (const k of keys) {
       let u = this.byKeyPeriod.get(k);
       if (!u) this.byKeyPeriod.set(k, (u = { usage: 0n, byokUsage: 0n, count: 0 }));
       u.usage += sign * c.cost;
