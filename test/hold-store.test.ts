@@ -309,7 +309,7 @@ for (const [name, make] of stores) {
         expect(await store.view(A)).toMatchObject({ balance: 40n * C - 7n, runningHeld: C });
       });
 
-      it('a settlement goes out at the end of its turn, without waiting for an admission: other processes see the actual cost, not the estimate', async () => {
+      it('a settlement goes out within two turns (with what the next poll brings), without waiting for an admission: other processes see the actual cost, not the estimate', async () => {
         const { store } = await open();
         await store.record(snapshot(40n * C, 1n));
         await store.admit(req('a', { balance: C, budget: budget(C) }));
@@ -319,6 +319,7 @@ for (const [name, make] of stores) {
         client.tollgateApply = (...a: string[]) => ((calls += 1), apply.apply(client, a));
         try {
           const settled = store.settle(settle('a', 3n * C));
+          await new Promise((resolve) => setImmediate(resolve));
           await new Promise((resolve) => setImmediate(resolve));
           expect(calls).toBe(1);
           await settled;

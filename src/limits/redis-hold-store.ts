@@ -17,6 +17,14 @@ const BASE = 1_000_000_000n;
  */
 const LAZY_WRITE_MS = 5;
 
+/**
+ * An admission is sent at the end of the event-loop turn after the one it was made in, with the
+ * admissions the next poll brought (turn-batches.ts). Side by side on PostgreSQL + Redis (JSON, 8
+ * clients) against the end of its own turn: 0.938; waiting for the second turn only when the first
+ * brought more admissions read 0.974.
+ */
+const GATHER_TURNS = 2;
+
 /** An amount as the (hi, lo) pair the scripts take: ⌊n / 10⁹⌋ and n mod 10⁹ (lo never negative). */
 function parts(n: Nano): [string, string] {
   let hi = n / BASE;
@@ -128,7 +136,7 @@ export class RedisHoldStore implements HoldStore {
   private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
   /** Admissions, settlements, renewals and records on their way: one APPLY call per account and write. */
-  private readonly writes = new TurnBatches<Write>((accountId, ops) => this.apply(accountId, ops), { lazyMs: LAZY_WRITE_MS });
+  private readonly writes = new TurnBatches<Write>((accountId, ops) => this.apply(accountId, ops), { lazyMs: LAZY_WRITE_MS, gatherTurns: GATHER_TURNS });
 
   constructor(
     redis: Redis,

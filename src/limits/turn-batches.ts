@@ -8,8 +8,11 @@ interface Entry<Op> {
  * were queued, go in one write (of at most `maxOps`), and every key's writes go at once (one round trip
  * once pipelined), instead of one round trip each.
  *
- * An urgent operation (one a request waits for: an admission) is written when the event-loop turn
- * ends, with everything queued by then. The others (one nobody waits for: a settlement, a lease
+ * An urgent operation (one a request waits for: an admission) is written at the end of the
+ * `gatherTurns`-th event-loop turn from now (1: this one), with everything queued by then: under load a
+ * later turn's poll brings more requests, whose admissions then share the round trip (each costs this
+ * process ~45 µs of CPU under the profiler, whatever it carries); with nothing else to do, the turns
+ * after the first pass in microseconds. The others (one nobody waits for: a settlement, a lease
  * renewal) may wait up to `lazyMs` for the next urgent one to carry them, so that a turn that only
  * ends requests costs no round trip of its own.
  *
@@ -24,7 +27,7 @@ export class TurnBatches<Op> {
 
   constructor(
     private readonly write: (key: string, ops: Op[]) => Promise<void>,
-    private readonly options: { maxOps?: number; lazyMs?: number } = {},
+    private readonly options: { maxOps?: number; lazyMs?: number; gatherTurns?: number } = {},
   ) {}
 
   /** Queues `op` for `key`; resolves once the write that carried it is over (written or failed). */
@@ -36,9 +39,18 @@ export class TurnBatches<Op> {
       if (urgent || !this.options.lazyMs) {
         if (!this.soon) {
           this.soon = true;
-          setImmediate(() => void this.flush());
+          this.gather(this.options.gatherTurns ?? 1);
         }
       } else this.timer ??= setTimeout(() => void this.flush(), this.options.lazyMs);
+    });
+  }
+
+  /** Flushes at the end of the `turns`-th turn from now. */
+  private gather(turns: number): void {
+    setImmediate(() => {
+      if (!this.soon) return; // written meanwhile (close)
+      if (turns > 1) this.gather(turns - 1);
+      else void this.flush();
     });
   }
 
