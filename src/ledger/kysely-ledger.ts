@@ -28,6 +28,12 @@ import type {
 } from './ledger.js';
 import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
+import { periodKeys, type LimitReset } from './periods.js';
+import { postgresCommitWriter } from './postgres-commit-writer.js';
+import { sqliteChargeJournal } from './sqlite-charge-journal.js';
+import { sqliteCommitWriter } from './sqlite-commit-writer.js';
+import type { ApiKeysTable, Database } from './schema.js';
+import { writeCommit } from './write-commit.js';
 
 /** The tables are this many journaled charges behind (they refuse writes): no more are taken for now. */
 class LedgerBacklog extends Error {
@@ -36,12 +42,6 @@ class LedgerBacklog extends Error {
     super(`the ledger's tables are ${behind} journaled charges behind; charges wait until they catch up`);
   }
 }
-import { periodKeys, type LimitReset } from './periods.js';
-import { postgresCommitWriter } from './postgres-commit-writer.js';
-import { sqliteChargeJournal } from './sqlite-charge-journal.js';
-import { sqliteCommitWriter } from './sqlite-commit-writer.js';
-import type { ApiKeysTable, Database } from './schema.js';
-import { writeCommit } from './write-commit.js';
 
 function toKey(row: ApiKeysTable, secrets: readonly KeySecret[]): KeyRecord {
   return {
@@ -198,7 +198,7 @@ export class KyselyLedger implements Ledger {
   private async read<T>(op: () => Promise<T>): Promise<T> {
     const ms = this.options.readDeadlineMs ?? READ_DEADLINE_MS;
     // The journaled charges first (applied()), within the same deadline.
-    const running = this.unapplied.length > 0 || this.applying ? this.applied().then(op) : op();
+    const running = this.applied().then(op);
     running.catch(() => undefined); // answered below, or abandoned past the deadline
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -492,13 +492,19 @@ export class KyselyLedger implements Ledger {
     // A generation is charged once: while one with this id waits to be written, a second is the same.
     const already = this.pendingCharges.get(charge.id);
     if (already) return already.written;
-    let durable: () => void = () => undefined;
-    let recorded: () => void = () => undefined;
-    const written = new Promise<void>((resolve) => (durable = resolve));
-    this.pendingCharges.set(charge.id, { charge, written, recorded: new Promise<void>((resolve) => (recorded = resolve)), journaled: false });
-    this.queue.push({ charge, durable, recorded, attempts: 0 });
+    const { queued, written } = this.pend(charge, false);
+    this.queue.push(queued);
     this.schedule();
     return written;
+  }
+
+  /** Tracks a charge until it is in the tables: queued for a group commit, or journaled already (`journaled`). */
+  private pend(charge: Charge, journaled: boolean): { queued: Queued; written: Promise<void> } {
+    let durable: () => void = () => undefined;
+    let recorded: () => void = () => undefined;
+    const written = journaled ? Promise.resolve() : new Promise<void>((resolve) => (durable = resolve));
+    this.pendingCharges.set(charge.id, { charge, written, recorded: new Promise<void>((resolve) => (recorded = resolve)), journaled });
+    return { queued: { charge, durable, recorded, attempts: 0 }, written };
   }
 
   recorded(id: string): Promise<void> {
@@ -635,7 +641,7 @@ export class KyselyLedger implements Ledger {
       this.scheduleApply();
       return over;
     }
-    return this.writeToTables(batch);
+    return this.writeToTables(batch, (ids) => this.options.onGroupCommit?.(ids));
   }
 
   /**
@@ -643,16 +649,16 @@ export class KyselyLedger implements Ledger {
    * When the transaction fails, the charges are tried one by one, so that one charge the database
    * refuses cannot hold back the others: a charge refused while others in its batch were written is
    * retried a few times, then set aside (out of the journal too) and reported. When none could be
-   * written the database is failing: the batch is kept whole (it throws).
+   * written the database is failing: the batch is kept whole (it throws). `onWritten` is told the ids
+   * of each transaction that went through, before their charges' promises resolve.
    */
-  private async writeToTables(batch: Queued[]): Promise<Queued[]> {
+  private async writeToTables(batch: Queued[], onWritten?: (ids: string[]) => void): Promise<Queued[]> {
     const done = (q: Queued) => {
       q.durable();
       q.recorded();
     };
-    // Without a journal, this is the group commit (told before its charges' promises resolve).
     const committed = (qs: Queued[]) => {
-      if (!this.journal) this.options.onGroupCommit?.(qs.map((q) => q.charge.id));
+      onWritten?.(qs.map((q) => q.charge.id));
       qs.forEach(done);
     };
     let batchError: unknown;
@@ -768,12 +774,7 @@ export class KyselyLedger implements Ledger {
   async recoverJournal(): Promise<number> {
     if (!this.journal) return 0;
     const leftover = (await this.journal.leftover(this.db)).filter((c) => !this.pendingCharges.has(c.id));
-    for (const charge of leftover) {
-      let recorded: () => void = () => undefined;
-      const done = Promise.resolve();
-      this.pendingCharges.set(charge.id, { charge, written: done, recorded: new Promise<void>((resolve) => (recorded = resolve)), journaled: true });
-      this.unapplied.push({ charge, durable: () => undefined, recorded, attempts: 0 });
-    }
+    for (const charge of leftover) this.unapplied.push(this.pend(charge, true).queued);
     // Tables that refuse them now are retried (scheduleApply): the charges stay in the journal meanwhile.
     await this.applyJournaled().catch(() => undefined);
     return leftover.length;

@@ -8,12 +8,13 @@ interface Entry<Op> {
  * were queued, go in one write (of at most `maxOps`), and every key's writes go at once (one round trip
  * once pipelined), instead of one round trip each.
  *
- * An urgent operation (one a request waits for: an admission) is written at the end of the
+ * An urgent operation (one a request waits for, or one other processes must see soon: an admission,
+ * a settlement) is written at the end of the
  * `gatherTurns`-th event-loop turn from now (1: this one), with everything queued by then: under load a
  * later turn's poll brings more requests, whose admissions then share the round trip (each costs this
  * process ~45 µs of CPU under the profiler, whatever it carries); with nothing else to do, the turns
- * after the first pass in microseconds. The others (one nobody waits for: a settlement, a lease
- * renewal) may wait up to `lazyMs` for the next urgent one to carry them, so that a turn that only
+ * after the first pass in microseconds. The others (one nobody waits for: a lease renewal, a ledger
+ * commit's record) may wait up to `lazyMs` for the next urgent one to carry them, so that a turn that only
  * ends requests costs no round trip of its own.
  *
  * `write` must not reject: it handles its own failures (the operations' promises resolve either way).
