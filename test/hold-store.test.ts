@@ -262,6 +262,45 @@ for (const [name, make] of stores) {
         expect(await store.view(A)).toMatchObject({ balance: 9n * C, budgetHeld: 3n * C }); // the recorded charge is not put back
       });
 
+      it('pending charges written before Redis kept their sums (an older gateway) count once the sums are added up, and move them after', async () => {
+        const t = await redisTarget();
+        const clock = new ManualClock(1_000_000);
+        const store = new RedisHoldStore(t.client, { prefix: t.prefix, clock, syncEveryMs: 0 });
+        try {
+          await store.record(snapshot(10n * C));
+          await store.record(keySnapshot(C));
+          const byok = (id: string, cost: bigint, byokUsage: bigint) => ({ ...settle(id, cost), byokUsage });
+          for (const [id, cost, b] of [
+            ['a', 2n * C, 0n],
+            ['b', C + 7n, 3n],
+            ['c', 0n, 5n * C],
+          ] as const) {
+            await store.admit(req(id, { balance: 3n * C }));
+            await store.settle(byok(id, cost, b));
+          }
+          const totals = `${t.prefix}{${A}}:t`;
+          const sums = (await t.client.hkeys(totals)).filter((f) => f === 'p' || f.startsWith('p:'));
+          expect(sums).toContain('p');
+          await t.client.hdel(totals, ...sums); // the state as a gateway without the sums left it
+          const periods = ['all', DAY, 'w:2026-01-05', 'm:2026-01'];
+          const view = await store.view(A, { hash: KEY, periods });
+          expect(view).toMatchObject({ balance: 10n * C - 3n * C - 7n, totalUsage: 3n * C + 7n });
+          for (const p of periods) expect(view?.keyUsage?.get(p)).toEqual({ usage: C + 3n * C + 7n, byokUsage: 5n * C + 3n });
+          // The commit of `b` takes its part away; `a` settled again replaces its charge (counted once).
+          await store.record({ ...snapshot(10n * C - C - 7n, 2n, C + 7n), committed: ['b'] });
+          await store.settle(byok('a', C, 0n));
+          expect(await store.view(A)).toMatchObject({ balance: 9n * C - 7n - C, totalUsage: 2n * C + 7n });
+          // Once none is pending, no sum is left behind but the account's zero.
+          await store.record({ ...snapshot(8n * C - 7n, 3n, 2n * C + 7n), committed: ['a', 'c'] });
+          expect(await store.view(A)).toMatchObject({ balance: 8n * C - 7n, totalUsage: 2n * C + 7n });
+          expect((await t.client.hkeys(totals)).filter((f) => f === 'p' || f.startsWith('p:'))).toEqual(['p']);
+          expect(await t.client.hget(totals, 'p')).toBe('0 0');
+        } finally {
+          await store.close();
+          await t.close();
+        }
+      });
+
       it('one call a turn for an account: every admission, settlement, renewal and record queued meanwhile, in order', async () => {
         const { store } = await open();
         await store.record(snapshot(40n * C, 1n));

@@ -3,7 +3,8 @@
  * the account's hash tag, so they sit in one Redis Cluster slot):
  *   KEYS[1] s  HASH snapshots: `a` → "seq balHi balLo usageHi usageLo"; `k|HASH|PERIOD` → "seq uHi uLo bHi bLo"
  *   KEYS[2] h  HASH holds: `SCOPE|ID` → "hi lo until settling"
- *   KEYS[3] t  HASH totals: `SCOPE` → "hi lo"
+ *   KEYS[3] t  HASH totals: `SCOPE` → "hi lo" of the scope's holds; `p` → "costHi costLo" of every pending charge,
+ *              `p:HASH|PERIOD` → "costHi costLo byokHi byokLo" of the key's pending charges that count in PERIOD
  *   KEYS[4] p  HASH pending charges: `ID` → "costHi costLo byokHi byokLo KEYHASH DAY WEEK MONTH until"
  *   KEYS[5] z  ZSET deadlines: `h|SCOPE|ID` and `p|ID`, scored by until (ms)
  * Scopes: `b` the in-flight budget, `r` running holds on the balance, `k:HASH` running holds on a key.
@@ -94,6 +95,23 @@ local function write_back(key, changed, set_cmd, del_cmd, items)
   in_batches(set_cmd, key, sets)
   in_batches(del_cmd, key, dels)
 end
+-- The pending charges' sums (KT's \`p\` and \`p:HASH|PERIOD\`), so that an admission reads an account's
+-- money and a key's usage in O(1) however many charges are pending: read once, kept here, written by
+-- flush(). Each is {costHi, costLo, byokHi, byokLo} (\`p\` keeps only the cost).
+local psums, psums_dirty = {}, {}
+local function psum(field)
+  local s = psums[field]
+  if s == nil then
+    s = { 0, 0, 0, 0 }
+    local v = redis.call('HGET', KT, field)
+    if v then
+      local w = split(v)
+      for i = 1, #w do s[i] = tonumber(w[i]) end
+    end
+    psums[field] = s
+  end
+  return s
+end
 local function field_value(f, v) return f, v end
 local function flush()
   local hold_changes, total_changes = {}, {}
@@ -102,10 +120,60 @@ local function flush()
     local t = totals[scope]
     total_changes[scope] = not (t[1] == 0 and t[2] == 0) and (fmt(t[1]) .. ' ' .. fmt(t[2]))
   end
+  for f in pairs(psums_dirty) do
+    local s = psums[f]
+    if f == 'p' then
+      total_changes[f] = fmt(s[1]) .. ' ' .. fmt(s[2]) -- kept at zero: its presence says the sums exist
+    else
+      total_changes[f] = not (s[1] == 0 and s[2] == 0 and s[3] == 0 and s[4] == 0) and (fmt(s[1]) .. ' ' .. fmt(s[2]) .. ' ' .. fmt(s[3]) .. ' ' .. fmt(s[4]))
+    end
+  end
   write_back(KH, hold_changes, 'HSET', 'HDEL', field_value)
   write_back(KT, total_changes, 'HSET', 'HDEL', field_value)
   write_back(KZ, deadlines, 'ZADD', 'ZREM', function(m, score) return score, m end)
-  holds_dirty, totals_dirty, deadlines = {}, {}, {}
+  holds_dirty, totals_dirty, psums_dirty, deadlines = {}, {}, {}, {}
+end
+-- Adds (sign 1) or takes away (sign -1) a pending charge, given as its entry's fields, to or from the sums.
+local function pend_change(t, sign)
+  local ch, cl, yh, yl = sign * tonumber(t[1]), sign * tonumber(t[2]), sign * tonumber(t[3]), sign * tonumber(t[4])
+  local s = psum('p')
+  s[1], s[2] = add(s[1], s[2], ch, cl)
+  psums_dirty['p'] = true
+  for _, period in ipairs({ 'all', t[6], t[7], t[8] }) do
+    local f = 'p:' .. t[5] .. '|' .. period
+    local k = psum(f)
+    k[1], k[2] = add(k[1], k[2], ch, cl)
+    k[3], k[4] = add(k[3], k[4], yh, yl)
+    psums_dirty[f] = true
+  end
+end
+-- Makes sure the sums exist before anything reads or moves them: state written before they did (or
+-- whose totals Redis lost) has pending charges and no \`p\`, and they are added up from KP once.
+local psums_ready = false
+local function pending_sums()
+  if psums_ready then return end
+  psums_ready = true
+  if redis.call('HEXISTS', KT, 'p') == 1 then return end
+  psums['p'] = { 0, 0, 0, 0 }
+  psums_dirty['p'] = true
+  local raw = redis.call('HGETALL', KP)
+  for i = 2, #raw, 2 do pend_change(split(raw[i]), 1) end
+end
+-- Drops the pending charge of \`id\`, if any, and its part of the sums.
+local function pend_drop(id)
+  pending_sums()
+  local v = redis.call('HGET', KP, id)
+  if v then
+    pend_change(split(v), -1)
+    redis.call('HDEL', KP, id)
+  end
+end
+-- Puts the pending charge of \`id\`: its entry's nine fields (see KEYS[4]), and its deadline.
+local function pend_put(id, t)
+  pend_drop(id)
+  redis.call('HSET', KP, id, table.concat(t, ' '))
+  pend_change(t, 1)
+  deadlines['p|' .. id] = tonumber(t[9])
 end
 local function drop_hold(scope, id)
   local f = scope .. '|' .. id
@@ -138,16 +206,14 @@ local function scope_holds(prefix)
 end
 local snapshots = {}
 local function snapshot(field) return cached(snapshots, KS, field) end
-local pending_cache
 -- Drops what lapsed by now; a lapsed pending charge drops the snapshots (reload from the ledger).
 local function purge()
   local gone = redis.call('ZRANGEBYSCORE', KZ, '-inf', now)
   for _, m in ipairs(gone) do
     if string.sub(m, 1, 2) == 'p|' then
-      redis.call('HDEL', KP, string.sub(m, 3))
+      pend_drop(string.sub(m, 3))
       redis.call('DEL', KS)
       snapshots = {}
-      pending_cache = nil
       deadlines[m] = false
     else
       local f = string.sub(m, 3)
@@ -157,44 +223,26 @@ local function purge()
     end
   end
 end
-local function pendings()
-  if pending_cache then return pending_cache end
-  local raw = redis.call('HGETALL', KP)
-  local out = {}
-  for i = 1, #raw, 2 do
-    local t = split(raw[i + 1])
-    out[#out + 1] = { ch = tonumber(t[1]), cl = tonumber(t[2]), bh = tonumber(t[3]), bl = tonumber(t[4]), key = t[5], d = t[6], w = t[7], m = t[8] }
-  end
-  pending_cache = out
-  return out
-end
-local function counts_in(p, period)
-  return period == 'all' or p.d == period or p.w == period or p.m == period
-end
 -- The account's balance and total usage: snapshot less pending; nil without a snapshot.
-local function money(pend)
+local function money()
   local a = snapshot('a')
   if not a then return nil end
   local t = split(a)
-  local bh, bl, uh, ul = tonumber(t[2]), tonumber(t[3]), tonumber(t[4]), tonumber(t[5])
-  for _, p in ipairs(pend) do
-    bh, bl = sub(bh, bl, p.ch, p.cl)
-    uh, ul = add(uh, ul, p.ch, p.cl)
-  end
+  pending_sums()
+  local s = psum('p')
+  local bh, bl = sub(tonumber(t[2]), tonumber(t[3]), s[1], s[2])
+  local uh, ul = add(tonumber(t[4]), tonumber(t[5]), s[1], s[2])
   return bh, bl, uh, ul
 end
 -- A key's usage and BYOK usage in a period: snapshot plus pending; nil without a snapshot of it.
-local function key_usage(hash, period, pend)
+local function key_usage(hash, period)
   local v = snapshot('k|' .. hash .. '|' .. period)
   if not v then return nil end
   local t = split(v)
-  local uh, ul, bh, bl = tonumber(t[2]), tonumber(t[3]), tonumber(t[4]), tonumber(t[5])
-  for _, p in ipairs(pend) do
-    if p.key == hash and counts_in(p, period) then
-      uh, ul = add(uh, ul, p.ch, p.cl)
-      bh, bl = add(bh, bl, p.bh, p.bl)
-    end
-  end
+  pending_sums()
+  local s = psum('p:' .. hash .. '|' .. period)
+  local uh, ul = add(tonumber(t[2]), tonumber(t[3]), s[1], s[2])
+  local bh, bl = add(tonumber(t[4]), tonumber(t[5]), s[3], s[4])
   return uh, ul, bh, bl
 end
 local function touch()
@@ -226,11 +274,10 @@ export const APPLY = `${COMMON}
 purge()
 local function admit(a)
   local id, lease = ARGV[a], tonumber(ARGV[a + 1])
-  local pend = pendings()
-  local bh, bl = money(pend)
+  local bh, bl = money()
   local keyHash, keyPeriod = ARGV[a + 3], ARGV[a + 4]
   local kuh, kul, kbh, kbl
-  if keyHash ~= '' then kuh, kul, kbh, kbl = key_usage(keyHash, keyPeriod, pend) end
+  if keyHash ~= '' then kuh, kul, kbh, kbl = key_usage(keyHash, keyPeriod) end
   if bh == nil or (keyHash ~= '' and kuh == nil) then
     return { 'snapshot', bh == nil and '1' or '0', (keyHash ~= '' and kuh == nil) and '1' or '0' }
   end
@@ -289,10 +336,7 @@ local function settle(a)
   drop_hold('r', id)
   drop_hold('k:' .. keyHash, id)
   if costly or yh > 0 or yl > 0 then
-    local untilMs = now + tonumber(ARGV[a + 10])
-    redis.call('HSET', KP, id, table.concat({ ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], keyHash, ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], fmt(untilMs) }, ' '))
-    pending_cache = nil
-    deadlines['p|' .. id] = untilMs
+    pend_put(id, { ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], keyHash, ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], fmt(now + tonumber(ARGV[a + 10])) })
   end
   return a + 11
 end
@@ -329,9 +373,14 @@ local function record(a)
   for i = 0, n - 1 do newer('k|' .. ARGV[a + 2 + 2 * i], ARGV[a + 3 + 2 * i]) end
   local at = a + 2 + 2 * n
   local m = tonumber(ARGV[at])
+  if m > 0 then pending_sums() end
   for i = at + 1, at + m, 500 do
-    redis.call('HDEL', KP, unpack(ARGV, i, math.min(i + 499, at + m)))
-    pending_cache = nil
+    local j = math.min(i + 499, at + m)
+    local entries = redis.call('HMGET', KP, unpack(ARGV, i, j))
+    for e = 1, j - i + 1 do
+      if entries[e] then pend_change(split(entries[e]), -1) end
+    end
+    redis.call('HDEL', KP, unpack(ARGV, i, j))
   end
   for i = at + 1, at + m do deadlines['p|' .. ARGV[i]] = false end
   return at + m + 1
@@ -366,8 +415,7 @@ return answers
  */
 export const VIEW = `${COMMON}
 purge()
-local pend = pendings()
-local bh, bl, uh, ul = money(pend)
+local bh, bl, uh, ul = money()
 if bh == nil then
   flush()
   return { 'none' }
@@ -376,7 +424,7 @@ local hh, hl = total('b')
 local rh, rl = total('r')
 local out = { fmt(bh), fmt(bl), fmt(uh), fmt(ul), fmt(hh), fmt(hl), fmt(rh), fmt(rl) }
 for i = 3, #ARGV do
-  local kuh, kul, kbh, kbl = key_usage(ARGV[2], ARGV[i], pend)
+  local kuh, kul, kbh, kbl = key_usage(ARGV[2], ARGV[i])
   if kuh == nil then
     for _ = 1, 4 do out[#out + 1] = 'missing' end
   else
@@ -404,14 +452,11 @@ for i = 1, 3 do
     if tonumber(t[3]) > now then put_hold(scopes[i], id, tonumber(t[1]), tonumber(t[2]), tonumber(t[3]), t[4]) end
   end
 end
-redis.call('HDEL', KP, id)
+pend_drop(id)
 deadlines['p|' .. id] = false
 if ARGV[7] ~= '' then
   local t = split(ARGV[7])
-  if tonumber(t[8]) > now then
-    redis.call('HSET', KP, id, table.concat({ t[1], t[2], t[3], t[4], keyHash, t[5], t[6], t[7], t[8] }, ' '))
-    deadlines['p|' .. id] = tonumber(t[8])
-  end
+  if tonumber(t[8]) > now then pend_put(id, { t[1], t[2], t[3], t[4], keyHash, t[5], t[6], t[7], t[8] }) end
 end
 flush()
 touch()
