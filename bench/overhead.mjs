@@ -23,7 +23,7 @@ import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
-import { CLK_TCK } from './lib/cpu.mjs';
+import { CLK_TCK, serversCpuUs } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
@@ -137,15 +137,22 @@ const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 async function measure(target, mode) {
   await pause(SETTLE_MS); // let deferred work of what ran before (charges, GC) finish outside the window
   const from = process.hrtime.bigint() / 1000n; // µs on the clock a .cpuprofile's sample times are on
+  const servers = target.deployment === 'postgres-redis' ? SERVERS : undefined;
+  const serversBefore = servers && serversCpuUs(servers);
   const before = await target.cpu();
   const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS, CONCURRENCY);
   await pause(SETTLE_MS); // deferred work of the measured requests (group-committed charges) counts
   const after = await target.cpu();
+  // What PostgreSQL's and Redis's processes spent meanwhile (the machine's other work is theirs too: run nothing else).
+  const serversUs = servers && Object.fromEntries(Object.entries(serversCpuUs(servers)).map(([k, v]) => [k, v - serversBefore[k]]));
   (target.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: REQUESTS });
   // System time (the kernel's share: sockets, pwrite) where the probe tells it apart (Node proxies).
   const sysUs = after.sysUs === undefined ? undefined : after.sysUs - before.sysUs;
-  return { cpuUs: after.us - before.us, sysUs, procCpuUs: after.procUs - before.procUs, elapsedMs, latencies };
+  return { cpuUs: after.us - before.us, sysUs, procCpuUs: after.procUs - before.procUs, serversUs, elapsedMs, latencies };
 }
+
+/** The postgres-redis deployment's servers, by process name, whose CPU is measured beside Tollgate's. */
+const SERVERS = ['postgres', 'redis-server'];
 
 function summarize(runs) {
   const all = sortedLatencies(runs);
@@ -161,6 +168,10 @@ function summarize(runs) {
     sys_us_per_req: runs.every((r) => r.sysUs !== undefined) ? median(runs.map((r) => r.sysUs / REQUESTS)) : null,
     // CPU-seconds per wall-second of the proxy: 1.0 means it kept one core busy
     busy: median(runs.map((r) => r.cpuUs / 1000 / r.elapsedMs)),
+    // postgres-redis: what PostgreSQL and Redis spent a request (every process of each on this machine)
+    servers_us_per_req: runs[0].serversUs
+      ? Object.fromEntries(Object.keys(runs[0].serversUs).map((k) => [k, median(runs.map((r) => r.serversUs[k] / REQUESTS))]))
+      : undefined,
     p50_ms: percentile(all, 50),
     p99_ms: percentile(all, 99),
   };
@@ -233,6 +244,24 @@ function printTable(results, markdown) {
   }
   printRows(rows);
   if (markdown) printMarkdown(rows);
+  const withServers = Object.entries(results).flatMap(([mode, byTarget]) =>
+    Object.values(byTarget)
+      .filter((r) => r.servers_us_per_req)
+      .map((r) => [mode, r]),
+  );
+  if (withServers.length) {
+    process.stdout.write("\nthe servers' CPU, µs a request (not in Tollgate's column above; every postgres and redis-server process on this machine):\n");
+    const bareOf = (mode) => results[mode].bare.cpu_us_per_req;
+    const srows = [['mode', 'proxy', 'PostgreSQL', 'Redis', 'Tollgate + servers', '× bare']];
+    for (const [mode, r] of withServers) {
+      const pgUs = r.servers_us_per_req.postgres;
+      const redisUs = r.servers_us_per_req['redis-server'];
+      const total = r.cpu_us_per_req + pgUs + redisUs;
+      srows.push([mode, r.label, fmt(pgUs), fmt(redisUs), fmt(total), `${fmt(total / bareOf(mode), 2)}×`]);
+    }
+    printRows(srows);
+    if (markdown) printMarkdown(srows);
+  }
 }
 
 function printLatency(latency, markdown) {

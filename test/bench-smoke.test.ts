@@ -92,8 +92,14 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
         // The kernel's part of a Node proxy's CPU (system time): within its CPU; nginx's is not told apart.
         if (r.label === 'nginx') expect(r.sys_us_per_req, r.label).toBeNull();
         else expect(r.sys_us_per_req >= 0 && r.sys_us_per_req <= r.cpu_us_per_req, `${r.label} sys_us_per_req`).toBe(true);
+        // The postgres-redis rows also carry what PostgreSQL and Redis spent a request; the others nothing.
+        if (!r.label.includes('postgres-redis')) expect(r.servers_us_per_req, r.label).toBeUndefined();
+        else
+          for (const s of ['postgres', 'redis-server'])
+            expect(r.servers_us_per_req[s] > 0, `${r.label} ${s}: ${JSON.stringify(r.servers_us_per_req)}`).toBe(true);
       }
     }
+    if (sharedStores) expect(out).toMatch(/json {2}tollgate postgres-redis +[\d,]+ +[\d,]+ +[\d,]+ +[\d.]+×/); // the servers' table
     expect(results.latency.length).toBe(sharedStores ? 4 : 2);
     for (const l of results.latency) {
       for (const side of [l.bare, l.tollgate]) expect(Number.isFinite(side.p99_ms) && side.p99_ms > 0).toBe(true);

@@ -1,7 +1,7 @@
 // CPU time of a process from /proc: for processes that cannot preload bench/cpu-probe.mjs (nginx),
 // and as a cross-check of the probe's figures for those that do.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export const CLK_TCK = (() => {
   try {
@@ -75,4 +75,30 @@ export function treeCpuUs(pid) {
     }
   }
   return { us, procUs, exact };
+}
+
+/**
+ * CPU time (µs, from each thread's schedstat: ns resolution) of every process on this machine whose
+ * command name is one of `names` (`postgres`, `redis-server`), summed by name: what the
+ * postgres-redis deployment's servers spend, which Tollgate's own CPU leaves out. A process that
+ * exits between two readings takes its time with it; empty where /proc is not there.
+ */
+export function serversCpuUs(names) {
+  const out = Object.fromEntries(names.map((n) => [n, 0]));
+  let pids;
+  try {
+    pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  } catch {
+    return {};
+  }
+  for (const pid of pids) {
+    try {
+      const name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      if (!(name in out)) continue;
+      for (const tid of readdirSync(`/proc/${pid}/task`)) out[name] += schedstatCpuUs(`${pid}/task/${tid}`) ?? 0;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
 }
