@@ -51,9 +51,9 @@ const KEY = 'k1';
 const DAY = 'd:2026-01-05';
 const periods = { daily: DAY, weekly: 'w:2026-01-05', monthly: 'm:2026-01' };
 const snapshot = (balance: bigint, seq = 1n, totalUsage = 0n): LedgerUpdate => ({ accountId: A, account: { seq, balance, totalUsage } });
-const keySnapshot = (usage: bigint, seq = 1n, byokUsage = 0n): LedgerUpdate => ({
+const keySnapshot = (usage: bigint, seq = 1n, byokUsage = 0n, hash = KEY): LedgerUpdate => ({
   accountId: A,
-  keys: [{ hash: KEY, periods: ['all', DAY, periods.weekly, periods.monthly].map((period) => ({ seq, period, usage, byokUsage })) }],
+  keys: [{ hash, periods: ['all', DAY, periods.weekly, periods.monthly].map((period) => ({ seq, period, usage, byokUsage })) }],
 });
 const budget = (amount: bigint) => ({ amount, threshold: 100n * C, fractionPpm: 500_000n, ceiling: 50n * C });
 const req = (id: string, over: Partial<AdmitRequest> = {}): AdmitRequest => ({ accountId: A, id, leaseMs: 30_000, refuseNegative: true, ...over });
@@ -390,10 +390,25 @@ describe('hold store: memory and Redis agree (random operations)', () => {
   it.runIf(redisUrl)('answer every admission, settlement and view alike', async () => {
     const ops = fc.array(
       fc.oneof(
-        fc.record({ op: fc.constant('admit' as const), id: fc.integer({ min: 0, max: 5 }), amount: fc.bigInt({ min: 0n, max: 6n * C }) }),
-        fc.record({ op: fc.constant('settle' as const), id: fc.integer({ min: 0, max: 5 }), amount: fc.bigInt({ min: 0n, max: 6n * C }) }),
+        fc.record({
+          op: fc.constant('admit' as const),
+          id: fc.integer({ min: 0, max: 5 }),
+          amount: fc.bigInt({ min: 0n, max: 6n * C }),
+          key: fc.constantFrom(KEY, 'k2'),
+        }),
+        fc.record({
+          op: fc.constant('settle' as const),
+          id: fc.integer({ min: 0, max: 5 }),
+          amount: fc.bigInt({ min: 0n, max: 6n * C }),
+          byok: fc.oneof(fc.constant(0n), fc.bigInt({ min: 1n, max: 2n * C })),
+          key: fc.constantFrom(KEY, 'k2'),
+        }),
         fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 40_000 }) }),
-        fc.record({ op: fc.constant('commit' as const), id: fc.integer({ min: 0, max: 5 }), balance: fc.bigInt({ min: -C, max: 20n * C }) }),
+        fc.record({
+          op: fc.constant('commit' as const),
+          ids: fc.uniqueArray(fc.integer({ min: 0, max: 5 }), { maxLength: 3 }),
+          balance: fc.bigInt({ min: -C, max: 20n * C }),
+        }),
       ),
       { maxLength: 25 },
     );
@@ -407,17 +422,18 @@ describe('hold store: memory and Redis agree (random operations)', () => {
             const answers = [];
             for (const m of [mem, red]) {
               if (o.op === 'admit') {
-                const key = { hash: KEY, period: DAY, includeByok: false, limit: 8n * C, amount: o.amount };
-                await m.store.record(keySnapshot(0n));
+                const key = { hash: o.key, period: DAY, includeByok: o.key === 'k2', limit: 8n * C, amount: o.amount };
+                await m.store.record(keySnapshot(0n, 1n, 0n, o.key));
                 answers.push(await m.store.admit(req(`g${o.id}`, { key, balance: o.amount, budget: budget(o.amount) })));
               } else if (o.op === 'settle') {
-                await m.store.settle(settle(`g${o.id}`, o.amount));
+                await m.store.settle({ ...settle(`g${o.id}`, o.amount), byokUsage: o.byok, keyHash: o.key });
               } else if (o.op === 'advance') {
                 m.clock.advance(o.ms);
               } else {
-                await m.store.record({ ...snapshot(o.balance, seq + 1n), committed: [`g${o.id}`] });
+                await m.store.record({ ...snapshot(o.balance, seq + 1n), committed: o.ids.map((id) => `g${id}`) });
               }
-              answers.push(await m.store.view(A, { hash: KEY, periods: [DAY] }));
+              // Every period a charge counts in, for both keys: each pending charge's part of each sum.
+              for (const hash of [KEY, 'k2']) answers.push(await m.store.view(A, { hash, periods: ['all', DAY, periods.weekly, periods.monthly] }));
             }
             if (o.op === 'commit') seq += 1n;
             expect(answers.slice(answers.length / 2)).toEqual(answers.slice(0, answers.length / 2));
