@@ -3,8 +3,9 @@
  * the account's hash tag, so they sit in one Redis Cluster slot):
  *   KEYS[1] s  HASH snapshots: `a` → "seq balHi balLo usageHi usageLo"; `k|HASH|PERIOD` → "seq uHi uLo bHi bLo"
  *   KEYS[2] h  HASH holds: `SCOPE|ID` → "hi lo until settling"
- *   KEYS[3] t  HASH totals: `SCOPE` → "hi lo" of the scope's holds; `p` → "costHi costLo" of every pending charge,
- *              `p:HASH|PERIOD` → "costHi costLo byokHi byokLo" of the key's pending charges that count in PERIOD
+ *   KEYS[3] t  HASH totals: `SCOPE` → "hi lo" of the scope's holds; `p` → "costHi costLo count at" of every pending
+ *              charge (how many, and when they were last added up from KEYS[4]), `p:HASH|PERIOD` → "costHi costLo
+ *              byokHi byokLo" of the key's pending charges that count in PERIOD
  *   KEYS[4] p  HASH pending charges: `ID` → "costHi costLo byokHi byokLo KEYHASH DAY WEEK MONTH until"
  *   KEYS[5] z  ZSET deadlines: `h|SCOPE|ID` and `p|ID`, scored by until (ms)
  * Scopes: `b` the in-flight budget, `r` running holds on the balance, `k:HASH` running holds on a key.
@@ -105,7 +106,7 @@ local function write_back(key, changed, set_cmd, del_cmd, items)
 end
 -- The pending charges' sums (KT's \`p\` and \`p:HASH|PERIOD\`), so that an admission reads an account's
 -- money and a key's usage in O(1) however many charges are pending: read once, kept here, written by
--- flush(). Each is {costHi, costLo, byokHi, byokLo} (\`p\` keeps only the cost).
+-- flush(). Each is {costHi, costLo, byokHi, byokLo}; \`p\`'s is {costHi, costLo, count, at}.
 local psums, psums_dirty = {}, {}
 local function psum(field)
   local s = psums[field]
@@ -113,12 +114,8 @@ local function psum(field)
     s = { 0, 0, 0, 0 }
     local v = redis.call('HGET', KT, field)
     if v then
-      if field == 'p' then
-        s[1], s[2] = two(v)
-      else
-        s[1], s[2], s[3], s[4] = four(v)
-      end
-      for i = 1, 4 do s[i] = tonumber(s[i]) end
+      s[1], s[2], s[3], s[4] = four(v)
+      for i = 1, 4 do s[i] = tonumber(s[i]) or 0 end
     end
     psums[field] = s
   end
@@ -135,7 +132,7 @@ local function flush()
   for f in pairs(psums_dirty) do
     local s = psums[f]
     if f == 'p' then
-      total_changes[f] = fmt(s[1]) .. ' ' .. fmt(s[2]) -- kept at zero: its presence says the sums exist
+      total_changes[f] = fmt(s[1]) .. ' ' .. fmt(s[2]) .. ' ' .. fmt(s[3]) .. ' ' .. fmt(s[4]) -- kept at zero
     else
       total_changes[f] = not (s[1] == 0 and s[2] == 0 and s[3] == 0 and s[4] == 0) and (fmt(s[1]) .. ' ' .. fmt(s[2]) .. ' ' .. fmt(s[3]) .. ' ' .. fmt(s[4]))
     end
@@ -150,6 +147,7 @@ local function pend_change(t, sign)
   local ch, cl, yh, yl = sign * tonumber(t[1]), sign * tonumber(t[2]), sign * tonumber(t[3]), sign * tonumber(t[4])
   local s = psum('p')
   s[1], s[2] = add(s[1], s[2], ch, cl)
+  s[3] = s[3] + sign
   psums_dirty['p'] = true
   for _, period in ipairs({ 'all', t[6], t[7], t[8] }) do
     local f = 'p:' .. t[5] .. '|' .. period
@@ -159,14 +157,25 @@ local function pend_change(t, sign)
     psums_dirty[f] = true
   end
 end
--- Makes sure the sums exist before anything reads or moves them: state written before they did (or
--- whose totals Redis lost) has pending charges and no \`p\`, and they are added up from KP once.
+-- Makes sure the sums are right before anything reads or moves them, once a call: they are added up
+-- again from KP when they are missing, when they count another number of charges than KP holds (KP
+-- lost while KT was not, a call that failed part-way), and at least every RESUM_MS whatever they say
+-- (a gateway of an older version, running beside this one during an upgrade, changes KP without
+-- them): a drift lasts no longer than that. Adding up costs O(pending charges), once in RESUM_MS.
+local RESUM_MS = 1000
 local psums_ready = false
 local function pending_sums()
   if psums_ready then return end
   psums_ready = true
-  if redis.call('HEXISTS', KT, 'p') == 1 then return end
-  psums['p'] = { 0, 0, 0, 0 }
+  local s = psum('p') -- all zero when missing: added up then
+  if now - s[4] < RESUM_MS and now >= s[4] and s[3] == redis.call('HLEN', KP) then return end
+  for _, f in ipairs(redis.call('HKEYS', KT)) do
+    if string.sub(f, 1, 2) == 'p:' then
+      psums[f] = { 0, 0, 0, 0 }
+      psums_dirty[f] = true
+    end
+  end
+  psums['p'] = { 0, 0, 0, now }
   psums_dirty['p'] = true
   local raw = redis.call('HGETALL', KP)
   for i = 2, #raw, 2 do pend_change(entry(raw[i]), 1) end
@@ -395,8 +404,11 @@ local function record(a)
   for i = at + 1, at + m, 500 do
     local j = math.min(i + 499, at + m)
     local entries = redis.call('HMGET', KP, unpack(ARGV, i, j))
+    local seen = {}
     for e = 1, j - i + 1 do
-      if entries[e] then pend_change(entry(entries[e]), -1) end
+      local id = ARGV[i + e - 1]
+      if entries[e] and not seen[id] then pend_change(entry(entries[e]), -1) end
+      seen[id] = true
     end
     redis.call('HDEL', KP, unpack(ARGV, i, j))
   end
@@ -450,6 +462,7 @@ for i = 3, #ARGV do
   end
 end
 flush()
+touch() -- what this read wrote (the sums added up again) expires with the account's other keys
 return out
 `;
 
