@@ -143,6 +143,9 @@ function latencyVerdict(l) {
 const LOAD_POOL = { connections: CONCURRENCY, headersTimeout: 10_000, bodyTimeout: 10_000 };
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** The postgres-redis deployment's servers, by process name, whose CPU is measured beside Tollgate's. */
+const SERVERS = ['postgres', 'redis-server'];
+
 async function measure(target, mode) {
   await pause(SETTLE_MS); // let deferred work of what ran before (charges, GC) finish outside the window
   const from = process.hrtime.bigint() / 1000n; // µs on the clock a .cpuprofile's sample times are on
@@ -159,9 +162,6 @@ async function measure(target, mode) {
   const sysUs = after.sysUs === undefined ? undefined : after.sysUs - before.sysUs;
   return { cpuUs: after.us - before.us, sysUs, procCpuUs: after.procUs - before.procUs, serversUs, elapsedMs, latencies };
 }
-
-/** The postgres-redis deployment's servers, by process name, whose CPU is measured beside Tollgate's. */
-const SERVERS = ['postgres', 'redis-server'];
 
 function summarize(runs) {
   const all = sortedLatencies(runs);

@@ -14,6 +14,8 @@ interface Made {
   clock: ManualClock;
   /** Redis only: forgets everything, as a Redis restarted empty would. */
   wipe?: () => Promise<void>;
+  /** Redis only: the client, and the name of one of the account's keys (`t` totals, `p` pending charges). */
+  redis?: { client: Redis; key: (name: string) => string };
   sync?: () => Promise<void>;
   close(): Promise<void>;
 }
@@ -40,7 +42,8 @@ if (redisUrl) {
         const keys = await t.client.keys(`${t.prefix}*`);
         if (keys.length > 0) await t.client.del(...keys);
       };
-      return { store, clock, wipe, sync: () => store.sync(), close: async () => (await store.close(), await t.close()) };
+      const key = (name: string) => `${t.prefix}{${A}}:${name}`;
+      return { store, clock, wipe, redis: { client: t.client, key }, sync: () => store.sync(), close: async () => (await store.close(), await t.close()) };
     },
   ]);
 }
@@ -262,77 +265,67 @@ for (const [name, make] of stores) {
         expect(await store.view(A)).toMatchObject({ balance: 9n * C, budgetHeld: 3n * C }); // the recorded charge is not put back
       });
 
+      /** The pending charges' sums in the account's totals hash (hold-scripts.ts, KEYS[3]). */
+      const sumFields = async (m: Made) => (await m.redis!.client.hkeys(m.redis!.key('t'))).filter((f) => f === 'p' || f.startsWith('p:'));
+
       it('pending charges written before Redis kept their sums (an older gateway) count once the sums are added up, and move them after', async () => {
-        const t = await redisTarget();
-        const clock = new ManualClock(1_000_000);
-        const store = new RedisHoldStore(t.client, { prefix: t.prefix, clock, syncEveryMs: 0 });
-        try {
-          await store.record(snapshot(10n * C));
-          await store.record(keySnapshot(C));
-          const byok = (id: string, cost: bigint, byokUsage: bigint) => ({ ...settle(id, cost), byokUsage });
-          for (const [id, cost, b] of [
-            ['a', 2n * C, 0n],
-            ['b', C + 7n, 3n],
-            ['c', 0n, 5n * C],
-          ] as const) {
-            await store.admit(req(id, { balance: 3n * C }));
-            await store.settle(byok(id, cost, b));
-          }
-          const totals = `${t.prefix}{${A}}:t`;
-          const sums = (await t.client.hkeys(totals)).filter((f) => f === 'p' || f.startsWith('p:'));
-          expect(sums).toContain('p');
-          await t.client.hdel(totals, ...sums); // the state as a gateway without the sums left it
-          const periods = ['all', DAY, 'w:2026-01-05', 'm:2026-01'];
-          const view = await store.view(A, { hash: KEY, periods });
-          expect(view).toMatchObject({ balance: 10n * C - 3n * C - 7n, totalUsage: 3n * C + 7n });
-          for (const p of periods) expect(view?.keyUsage?.get(p)).toEqual({ usage: C + 3n * C + 7n, byokUsage: 5n * C + 3n });
-          // The commit of `b` takes its part away; `a` settled again replaces its charge (counted once).
-          await store.record({ ...snapshot(10n * C - C - 7n, 2n, C + 7n), committed: ['b'] });
-          await store.settle(byok('a', C, 0n));
-          expect(await store.view(A)).toMatchObject({ balance: 9n * C - 7n - C, totalUsage: 2n * C + 7n });
-          // Once none is pending, no sum is left behind but the account's zero.
-          await store.record({ ...snapshot(8n * C - 7n, 3n, 2n * C + 7n), committed: ['a', 'c'] });
-          expect(await store.view(A)).toMatchObject({ balance: 8n * C - 7n, totalUsage: 2n * C + 7n });
-          expect((await t.client.hkeys(totals)).filter((f) => f === 'p' || f.startsWith('p:'))).toEqual(['p']);
-          expect(await t.client.hget(totals, 'p')).toMatch(/^0 0 0 \d+$/); // no cost, no charge, when added up
-        } finally {
-          await store.close();
-          await t.close();
+        const m = await open();
+        const { store } = m;
+        const { client, key } = m.redis!;
+        await store.record(snapshot(10n * C));
+        await store.record(keySnapshot(C));
+        const byok = (id: string, cost: bigint, byokUsage: bigint) => ({ ...settle(id, cost), byokUsage });
+        for (const [id, cost, b] of [
+          ['a', 2n * C, 0n],
+          ['b', C + 7n, 3n],
+          ['c', 0n, 5n * C],
+        ] as const) {
+          await store.admit(req(id, { balance: 3n * C }));
+          await store.settle(byok(id, cost, b));
         }
+        const sums = await sumFields(m);
+        expect(sums).toContain('p');
+        await client.hdel(key('t'), ...sums); // the state as a gateway without the sums left it
+        const periods = ['all', DAY, 'w:2026-01-05', 'm:2026-01'];
+        const view = await store.view(A, { hash: KEY, periods });
+        expect(view).toMatchObject({ balance: 10n * C - 3n * C - 7n, totalUsage: 3n * C + 7n });
+        for (const p of periods) expect(view?.keyUsage?.get(p)).toEqual({ usage: C + 3n * C + 7n, byokUsage: 5n * C + 3n });
+        // The commit of `b` takes its part away; `a` settled again replaces its charge (counted once).
+        await store.record({ ...snapshot(10n * C - C - 7n, 2n, C + 7n), committed: ['b'] });
+        await store.settle(byok('a', C, 0n));
+        expect(await store.view(A)).toMatchObject({ balance: 9n * C - 7n - C, totalUsage: 2n * C + 7n });
+        // Once none is pending, no sum is left behind but the account's zero.
+        await store.record({ ...snapshot(8n * C - 7n, 3n, 2n * C + 7n), committed: ['a', 'c'] });
+        expect(await store.view(A)).toMatchObject({ balance: 8n * C - 7n, totalUsage: 2n * C + 7n });
+        expect(await sumFields(m)).toEqual(['p']);
+        expect(await client.hget(key('t'), 'p')).toMatch(/^0 0 0 \d+$/); // no cost, no charge, when added up
       });
 
       it('the sums of pending charges heal: a lost pending hash, a repeated commit id, a sum an older gateway left stale, a read that adds them up', async () => {
-        const t = await redisTarget();
-        const clock = new ManualClock(1_000_000);
-        const store = new RedisHoldStore(t.client, { prefix: t.prefix, clock, syncEveryMs: 0 });
-        const totals = `${t.prefix}{${A}}:t`;
-        const pending = `${t.prefix}{${A}}:p`;
-        try {
-          await store.record(snapshot(10n * C));
-          // The pending hash lost while the totals survived: the commit's snapshot is all there is, no phantom charge.
-          await store.settle(settle('a', C));
-          await t.client.del(pending);
-          await store.record({ ...snapshot(9n * C, 2n, C), committed: ['a'] });
-          expect((await store.view(A))?.balance).toBe(9n * C);
-          // A commit naming a generation twice takes its charge away once.
-          await store.settle(settle('b', 2n * C));
-          await store.record({ ...snapshot(7n * C, 3n, 3n * C), committed: ['b', 'b'] });
-          expect((await store.view(A))?.balance).toBe(7n * C);
-          // A sum made stale by a writer that does not keep them (same count of charges, another amount)
-          // is added up again within a second.
-          await store.settle(settle('c', 3n * C));
-          await t.client.hset(totals, 'p', `5 0 1 ${clock.now()}`); // 5 credits as (hi, lo)
-          expect((await store.view(A))?.balance).toBe(7n * C - 5n * C); // trusted for now
-          clock.advance(1000);
-          expect((await store.view(A))?.balance).toBe(4n * C);
-          // A read that writes the sums leaves them to expire with the account's other keys.
-          await t.client.del(totals);
-          expect((await store.view(A))?.balance).toBe(4n * C);
-          expect(await t.client.pttl(totals)).toBeGreaterThan(0);
-        } finally {
-          await store.close();
-          await t.close();
-        }
+        const m = await open();
+        const { store, clock } = m;
+        const { client, key } = m.redis!;
+        await store.record(snapshot(10n * C));
+        // The pending hash lost while the totals survived: the commit's snapshot is all there is, no phantom charge.
+        await store.settle(settle('a', C));
+        await client.del(key('p'));
+        await store.record({ ...snapshot(9n * C, 2n, C), committed: ['a'] });
+        expect((await store.view(A))?.balance).toBe(9n * C);
+        // A commit naming a generation twice takes its charge away once.
+        await store.settle(settle('b', 2n * C));
+        await store.record({ ...snapshot(7n * C, 3n, 3n * C), committed: ['b', 'b'] });
+        expect((await store.view(A))?.balance).toBe(7n * C);
+        // A sum made stale by a writer that does not keep them (same count of charges, another amount)
+        // is added up again within a second.
+        await store.settle(settle('c', 3n * C));
+        await client.hset(key('t'), 'p', `5 0 1 ${clock.now()}`); // 5 credits as (hi, lo)
+        expect((await store.view(A))?.balance).toBe(7n * C - 5n * C); // trusted for now
+        clock.advance(1000);
+        expect((await store.view(A))?.balance).toBe(4n * C);
+        // A read that writes the sums leaves them to expire with the account's other keys.
+        await client.del(key('t'));
+        expect((await store.view(A))?.balance).toBe(4n * C);
+        expect(await client.pttl(key('t'))).toBeGreaterThan(0);
       });
 
       it('one call a turn for an account: every admission, settlement, renewal and record queued meanwhile, in order', async () => {

@@ -131,11 +131,9 @@ local function flush()
   end
   for f in pairs(psums_dirty) do
     local s = psums[f]
-    if f == 'p' then
-      total_changes[f] = fmt(s[1]) .. ' ' .. fmt(s[2]) .. ' ' .. fmt(s[3]) .. ' ' .. fmt(s[4]) -- kept at zero
-    else
-      total_changes[f] = not (s[1] == 0 and s[2] == 0 and s[3] == 0 and s[4] == 0) and (fmt(s[1]) .. ' ' .. fmt(s[2]) .. ' ' .. fmt(s[3]) .. ' ' .. fmt(s[4]))
-    end
+    -- A key's sum goes at zero; \`p\` stays (its count and time say when the sums were added up).
+    local zero = s[1] == 0 and s[2] == 0 and s[3] == 0 and s[4] == 0
+    total_changes[f] = (f == 'p' or not zero) and (fmt(s[1]) .. ' ' .. fmt(s[2]) .. ' ' .. fmt(s[3]) .. ' ' .. fmt(s[4]))
   end
   write_back(KH, hold_changes, 'HSET', 'HDEL', field_value)
   write_back(KT, total_changes, 'HSET', 'HDEL', field_value)
