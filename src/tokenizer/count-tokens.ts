@@ -1,4 +1,17 @@
-import { countTokens as countO200k } from 'gpt-tokenizer';
+import { createRequire } from 'node:module';
+import type { countTokens as CountTokens } from 'gpt-tokenizer';
+
+/**
+ * o200k_base's counter, loaded the first time a text is counted rather than with the gateway: its
+ * rank tables take ~0.4 s to load and ~20 MB of heap (~55 MB of RSS), and a gateway whose providers
+ * report usage may never count (it counts an answer without usage, and a prompt before refusing it
+ * with a 402). Loaded synchronously (the package's CommonJS build), so counting stays synchronous.
+ */
+let o200k: typeof CountTokens | undefined;
+function countO200k(text: string): number {
+  o200k ??= (createRequire(import.meta.url)('gpt-tokenizer') as { countTokens: typeof CountTokens }).countTokens;
+  return o200k(text);
+}
 import { isJsonObject, type JsonObject } from '../json-object.js';
 
 /** A run of non-space characters (or of space) longer than this is counted a slice this long at a time. */
