@@ -210,6 +210,20 @@ for (const target of databaseTargets) {
       expect((await fresh.keyUsage(hash, T0)).daily).toEqual({ usage: huge, byokUsage: 2n ** 60n + 1n });
     });
 
+    it("charges a generation whose finish reason (the upstream's text) holds a NUL or a lone surrogate, each stored as U+FFFD", async () => {
+      const a = await newAccount();
+      const hash = `h-odd-text-${target.name}`;
+      await newKey(a.id, hash);
+      await ledger.addCredits(a.id, 10n, 'adjustment', T0);
+      const odd = charge(a.id, hash, 3n, T0, { finishReason: 'st\u0000op \ud800 \udfff 😀' });
+      await ledger.charge(odd);
+      await ledger.flush();
+      const fresh = new KyselyLedger(db);
+      const stored = await fresh.getGeneration(odd.id);
+      expect(stored?.finishReason).toBe('st\ufffdop \ufffd \ufffd 😀');
+      expect(await fresh.getAccount(a.id)).toMatchObject({ balance: 7n, totalUsage: 3n });
+    });
+
     it('charges each generation once, however often it is queued', async () => {
       const a = await newAccount();
       await ledger.addCredits(a.id, creditsFromString('1'), 'purchase', T0);

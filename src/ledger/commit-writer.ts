@@ -59,6 +59,15 @@ export const GENERATION_COLUMNS = [
   'latency_ms',
 ] as const;
 
+/**
+ * What PostgreSQL's text cannot hold (NUL) and what its JSON refuses (a lone surrogate), as U+FFFD, on
+ * every database alike: a finish reason is whatever the upstream sent, and one odd character in it
+ * must not keep a charge out of the ledger.
+ */
+// eslint-disable-next-line no-control-regex -- NUL is what it looks for
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const storable = (text: string | null) => (text === null ? null : text.replace(UNSTORABLE, '\ufffd'));
+
 /** A charge's generation row, as values in GENERATION_COLUMNS order (money as bigint, never a float). */
 export function generationValues(c: Charge): unknown[] {
   return [
@@ -74,7 +83,7 @@ export function generationValues(c: Charge): unknown[] {
     flag(c.isByok),
     flag(c.streamed),
     flag(c.cancelled),
-    c.finishReason,
+    storable(c.finishReason),
     c.usageSource,
     c.createdAt,
     c.latencyMs,

@@ -71,6 +71,7 @@ export type AdmitResult =
   /** `held`: the other running holds on the balance. */
   | { ok: false; refused: 'balance'; balance: Nano; held: Nano }
   | { ok: false; refused: 'weight'; budget: Nano }
+  /** `holds`: every hold counting in the budget, in no particular order (Redis and memory list them differently). */
   | { ok: false; refused: 'budget'; budget: Nano; held: Nano; holds: HoldView[]; now: number };
 
 export type Refusal = Exclude<AdmitResult, { ok: true }>;
