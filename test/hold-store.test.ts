@@ -441,6 +441,14 @@ describe('hold store: memory and Redis agree (random operations)', () => {
         ),
         { maxLength: 25 },
       );
+      // A budget refusal's holds come in no particular order (admission sorts them): compared as a set.
+      const inOrder = (a: unknown) =>
+        a && typeof a === 'object' && 'holds' in a && Array.isArray(a.holds)
+          ? {
+              ...a,
+              holds: [...(a.holds as HoldView[])].sort((x, y) => x.until - y.until || Number(x.amount - y.amount) || Number(x.settling) - Number(y.settling)),
+            }
+          : a;
       await fc.assert(
         fc.asyncProperty(ops, async (list) => {
           const [mem, red] = [await (stores[0] as [string, () => Promise<Made>])[1](), await (stores[1] as [string, () => Promise<Made>])[1]()];
@@ -465,16 +473,6 @@ describe('hold store: memory and Redis agree (random operations)', () => {
                 for (const hash of [KEY, 'k2']) answers.push(await m.store.view(A, { hash, periods: ['all', DAY, periods.weekly, periods.monthly] }));
               }
               if (o.op === 'commit') seq += 1n;
-              // A budget refusal's holds come in no particular order (admission sorts them): compared as a set.
-              const inOrder = (a: unknown) =>
-                a && typeof a === 'object' && 'holds' in a && Array.isArray(a.holds)
-                  ? {
-                      ...a,
-                      holds: [...(a.holds as HoldView[])].sort(
-                        (x, y) => x.until - y.until || Number(x.amount - y.amount) || Number(x.settling) - Number(y.settling),
-                      ),
-                    }
-                  : a;
               expect(answers.slice(answers.length / 2).map(inOrder)).toEqual(answers.slice(0, answers.length / 2).map(inOrder));
             }
           } finally {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ScriptedUpstream } from './helpers/scripted-upstream.js';
+import { ScriptedUpstream, upstreamAnswer } from './helpers/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 // Issue 9: o200k_base's rank tables cost ~0.4 s to load and ~55 MB of RSS. A gateway whose providers
@@ -9,15 +9,6 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 // cache is what this reads; each test file runs in its own worker, with its own cache.
 
 const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes('gpt-tokenizer'));
-
-const answer = (usage?: Record<string, number>) => ({
-  id: 'up',
-  object: 'chat.completion',
-  created: 1,
-  model: 'm',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'two words' }, finish_reason: 'stop' }],
-  ...(usage ? { usage } : {}),
-});
 
 describe('the tokenizer loads when the gateway first counts', () => {
   const up = new ScriptedUpstream();
@@ -40,17 +31,18 @@ describe('the tokenizer loads when the gateway first counts', () => {
 
   it('serves an answer that reports its usage without loading it, and loads it for one that does not', async () => {
     const acct = await gw.account(100);
-    up.script({ kind: 'json', body: answer({ prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 }) });
+    up.script({ kind: 'json', body: upstreamAnswer(2) });
     const reported = await ask(acct.key);
     expect(reported.status).toBe(200);
     expect(((await reported.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
     expect(loaded()).toBe(false);
 
-    // No usage: the gateway counts the answer itself ("two words": two tokens in o200k_base).
-    up.script({ kind: 'json', body: answer() });
+    // No usage: the gateway counts the answer itself ("ok": one token in o200k_base).
+    const { usage: _reported, ...withoutUsage } = upstreamAnswer(2);
+    up.script({ kind: 'json', body: withoutUsage });
     const counted = await ask(acct.key);
     expect(counted.status).toBe(200);
-    expect(((await counted.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
+    expect(((await counted.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(1);
     expect(loaded()).toBe(true);
   });
 });

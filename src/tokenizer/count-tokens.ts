@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { countTokens as CountTokens } from 'gpt-tokenizer';
+import { isJsonObject, type JsonObject } from '../json-object.js';
 
 /**
  * o200k_base's counter, loaded the first time a text is counted rather than with the gateway: its
@@ -12,7 +13,6 @@ function countO200k(text: string): number {
   o200k ??= (createRequire(import.meta.url)('gpt-tokenizer') as { countTokens: typeof CountTokens }).countTokens;
   return o200k(text);
 }
-import { isJsonObject, type JsonObject } from '../json-object.js';
 
 /** A run of non-space characters (or of space) longer than this is counted a slice this long at a time. */
 const MAX_RUN = 128;
