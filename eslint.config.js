@@ -67,6 +67,22 @@ export default tseslint.config(
   restrict(['src/{chat,admin}/**'], outward.services, framework),
   restrict(['src/http/**'], []),
   {
+    // An object literal's getter or setter is a new function each time the literal runs, so each object
+    // gets a hidden class of its own; hidden classes live in the old generation, and one made a request
+    // kept that request's objects through every young-generation collection until the next full one
+    // (bench/README.md, ninth session). A class's accessors are on its prototype, made once.
+    files: ['src/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "ObjectExpression > Property[kind='get'], ObjectExpression > Property[kind='set']",
+          message: 'no getters or setters in object literals (a hidden class each time the literal runs): use a class',
+        },
+      ],
+    },
+  },
+  {
     // The dashboard runs in the browser.
     files: ['web/src/**'],
     languageOptions: { globals: { ...globals.browser } },

@@ -81,26 +81,45 @@ const NOT_PASSED_ON = new Set<string>([...GATEWAY_FIELDS, 'model', 'stream']);
  * "The gateway never adds or changes a client's parameter to force the bound" (CONTRACT §7): a request
  * without a completion cap is sent without one; `default_max_tokens` is only what its hold assumes.
  * `model` and `stream` are the adapter's to set. The text is spliced from the client's own when the
- * messages were not changed (a plugin adds to them) and no top-level key appears twice.
+ * messages were not changed (a plugin adds to them) and no top-level key appears twice; the object is
+ * then built only if an adapter asks for it (the OpenAI adapter sends the text).
  */
+class RelayedBody implements UpstreamBody {
+  private built: ChatBody | undefined;
+
+  constructor(
+    readonly text: string,
+    private readonly req: ChatRequest,
+    private readonly messages: readonly unknown[],
+  ) {}
+
+  /**
+   * A getter of the class, not of an object literal: a literal's getter is a new function each time,
+   * so each body would get a hidden class of its own, and hidden classes live in the old generation,
+   * where they kept every request's text and closures through the young generation's collections
+   * until the next full one (bench/README.md, ninth session).
+   */
+  get value(): ChatBody {
+    return (this.built ??= withoutGatewayFields(this.req, this.messages));
+  }
+}
+
+function withoutGatewayFields(req: ChatRequest, messages: readonly unknown[]): ChatBody {
+  const value: ChatBody = { ...req, messages };
+  for (const field of NOT_PASSED_ON) delete value[field];
+  return value;
+}
+
 function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: string | undefined): UpstreamBody {
-  const build = (): ChatBody => {
-    const value: ChatBody = { ...req, messages };
-    for (const field of NOT_PASSED_ON) delete value[field];
-    return value;
-  };
   const members = rawText !== undefined && messages === req.messages ? objectMembers(rawText) : undefined;
   if (members && !hasDuplicateKeys(members)) {
-    // Spliced: the object is built only if an adapter asks for it (the OpenAI adapter sends the text).
-    let value: ChatBody | undefined;
-    return {
-      text: spliceObject(rawText as string, members, '', (key) => NOT_PASSED_ON.has(key)),
-      get value() {
-        return (value ??= build());
-      },
-    };
+    return new RelayedBody(
+      spliceObject(rawText as string, members, '', (key) => NOT_PASSED_ON.has(key)),
+      req,
+      messages,
+    );
   }
-  const value = build();
+  const value = withoutGatewayFields(req, messages);
   return { value, text: JSON.stringify(value) };
 }
 
