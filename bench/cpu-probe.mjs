@@ -7,13 +7,49 @@
 //                those 10 ms); off until asked, so throughput runs do not pay for its timer
 //   stats      → {id, cpu, mem: process.memoryUsage(), eld}: eld holds the delay (ms) since the
 //                previous `stats` (p50, p99, max, mean) and since `eld-start` (p99, max)
+//   gc-start   → starts recording every garbage collection (v8.GCProfiler)
+//   gc-stop    → {id, gc}: what the collections since `gc-start` did: scavenges (young-generation
+//                collections) and their pauses, the bytes allocated in the young generation between
+//                them, the bytes they promoted to the old generation, and the full (mark-compact) ones
 // The bare string "cpu" is answered with {cpu} too (older callers). It does nothing else; the
 // process's own code is untouched.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import v8 from 'node:v8';
+
+/** The bytes used in the spaces named, from a GCProfiler record's heap space statistics. */
+function used(spaces, names) {
+  let n = 0;
+  for (const s of spaces) if (names.includes(s.spaceName)) n += s.spaceUsedSize;
+  return n;
+}
+const YOUNG = ['new_space', 'new_large_object_space'];
+const OLD = ['old_space', 'large_object_space'];
+
+/** A GCProfiler report summed: young bytes allocated between collections, promoted by scavenges, pauses (µs). */
+function gcSummary(report) {
+  const out = { scavenges: 0, scavengeUs: 0, allocated: 0, promoted: 0, majors: 0, majorUs: 0 };
+  let youngAfter;
+  for (const g of report.statistics) {
+    const before = g.beforeGC.heapSpaceStatistics;
+    const after = g.afterGC.heapSpaceStatistics;
+    if (youngAfter !== undefined) out.allocated += Math.max(0, used(before, YOUNG) - youngAfter);
+    youngAfter = used(after, YOUNG);
+    if (g.gcType === 'Scavenge') {
+      out.scavenges += 1;
+      out.scavengeUs += g.cost;
+      out.promoted += Math.max(0, used(after, OLD) - used(before, OLD));
+    } else if (g.gcType === 'MarkSweepCompact') {
+      out.majors += 1;
+      out.majorUs += g.cost;
+    }
+  }
+  return out;
+}
 
 if (typeof process.send === 'function') {
   let monitor;
   let total;
+  let gcProfiler;
   const RESOLUTION_MS = 10;
   // The monitor records the time between two runs of its 10 ms timer; the delay is what exceeds 10 ms.
   const ms = (ns) => Math.max(0, Math.round(ns / 1e4) / 100 - RESOLUTION_MS);
@@ -46,6 +82,16 @@ if (typeof process.send === 'function') {
       total.enable();
       process.send({ id, ok: true });
     } else if (cmd === 'stats') process.send({ id, cpu: process.cpuUsage(), mem: process.memoryUsage(), eld: eld() });
+    else if (cmd === 'gc-start') {
+      gcProfiler?.stop();
+      gcProfiler = new v8.GCProfiler();
+      gcProfiler.start();
+      process.send({ id, ok: true });
+    } else if (cmd === 'gc-stop') {
+      const report = gcProfiler?.stop();
+      gcProfiler = undefined;
+      process.send({ id, gc: report ? gcSummary(report) : null });
+    }
   });
   // The IPC channel must not keep a process alive that would otherwise exit.
   process.channel?.unref();

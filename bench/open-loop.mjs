@@ -6,7 +6,12 @@
 // the way to tell whether a change moved the tail (bench/README.md, 2026-11-25, third session).
 //
 //   npm run build && node bench/open-loop.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
-//                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR] [--profile DIR]
+//                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR] [--profile DIR] [--gc]
+//
+// --gc: what each process's garbage collector did in its rounds (v8.GCProfiler, through the probe): the
+// bytes a request allocated in the young generation and those that outlived it into the old one, the
+// scavenges' pauses and the full collections. Promoted bytes fill the old generation, and each full
+// collection that follows slows every answer for ~100 ms on the measured core (bench/README.md, ninth session).
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pinning, probe, stopAll } from './lib/children.mjs';
@@ -25,6 +30,7 @@ const { values: opt } = parseArgs({
     baseline: { type: 'string' },
     // node --cpu-prof of the bare proxy and each Tollgate, one .cpuprofile each in DIR (their figures are inflated)
     profile: { type: 'string' },
+    gc: { type: 'boolean', default: false },
     ...storeOptions,
   },
 });
@@ -36,6 +42,34 @@ const ROUNDS = Number(opt.rounds);
 if (!(RATE >= 1 && RATE <= 20_000)) die('--rate 1..20000 requests a second');
 if (!(SECONDS > 0 && SECONDS <= 60)) die('--seconds 0..60');
 if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 50)) die('--rounds 1..50');
+
+/** Adds a round's garbage collections (the probe's `gc-stop`) to the process's totals. */
+function addGc(p, gc, requests) {
+  if (!gc) return;
+  const t = (p.gc ??= { requests: 0, scavenges: 0, scavengeUs: 0, allocated: 0, promoted: 0, majors: 0, majorUs: 0 });
+  t.requests += requests;
+  for (const k of ['scavenges', 'scavengeUs', 'allocated', 'promoted', 'majors', 'majorUs']) t[k] += gc[k];
+}
+
+function printGc(proxies) {
+  process.stdout.write('\ngarbage collection over the rounds (--gc), a request:\n');
+  const cells = (c) => process.stdout.write(c.map((x, i) => (i ? String(x).padStart(16) : String(x).padEnd(26))).join(' ') + '\n');
+  cells(['proxy', 'young KB', 'promoted KB', 'scavenge µs', 'scavenges/1k req', 'full GCs', 'full GC ms each']);
+  for (const p of proxies) {
+    const g = p.gc;
+    if (!g || g.requests === 0) continue;
+    const r = g.requests;
+    cells([
+      p.label,
+      (g.allocated / r / 1024).toFixed(1),
+      (g.promoted / r / 1024).toFixed(2),
+      (g.scavengeUs / r).toFixed(1),
+      ((g.scavenges * 1000) / r).toFixed(1),
+      g.majors,
+      g.majors ? (g.majorUs / g.majors / 1000).toFixed(1) : '',
+    ]);
+  }
+}
 
 // As in overhead.mjs: the measured proxies on the last CPU, this script and the upstream on the others.
 const pin = pinning('auto', die);
@@ -67,9 +101,11 @@ try {
   for (let round = 1; round <= ROUNDS; round++) {
     for (const p of round % 2 ? proxies : [...proxies].reverse()) {
       const from = process.hrtime.bigint() / 1000n; // µs on the clock of a .cpuprofile's samples
+      if (opt.gc) await probe(p.child, 'gc-start');
       const c0 = (await p.cpu()).us;
       const run = await runOpenLoop(p, opt.mode, RATE, SECONDS);
       const cpu = ((await p.cpu()).us - c0) / run.latencies.length;
+      if (opt.gc) addGc(p, (await probe(p.child, 'gc-stop')).gc, run.latencies.length);
       (p.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: run.latencies.length });
       const sorted = Float64Array.from(run.latencies).sort();
       const eld = p === bare ? undefined : (await probe(p.child, 'stats')).eld;
@@ -97,6 +133,7 @@ try {
     const m = (k, d = 2) => (mine[0][k] === undefined ? '' : median(mine.map((r) => r[k])).toFixed(d));
     print(['', p.label, m('p50'), m('p90'), m('p99'), m('max', 1), m('cpu', 0), m('eldP99', 1), m('eldMax', 1), m('behind', 1)]);
   }
+  if (opt.gc) printGc(proxies);
   const behind = Math.max(...rows.map((r) => r.behind));
   if (behind > 5) process.stdout.write(`\nwarning: the load generator fell up to ${behind.toFixed(1)} ms behind its schedule\n`);
   for (const p of tollgates) {

@@ -13,11 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  */
 
 const BENCH = join(process.cwd(), 'bench', 'overhead.mjs');
+const OPEN_LOOP = join(process.cwd(), 'bench', 'open-loop.mjs');
 const sharedStores = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
 const deployments = sharedStores ? 'sqlite,postgres-redis' : 'sqlite';
 
-function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, [BENCH, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
+function runBench(args: string[], timeoutMs: number, script = BENCH): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -115,6 +116,18 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     expect(out).toMatch(/ledger check \(json, tollgate sqlite\): \d+ requests, .* OK/);
     expect(out).not.toContain('MISMATCH');
   }, 120_000);
+
+  it('open loop with --gc: reports what the garbage collector of each process did, and passes its ledger check', async () => {
+    const { code, out } = await runBench(['--rate', '200', '--seconds', '0.5', '--rounds', '2', '--gc'], 60_000, OPEN_LOOP);
+    expect(code, out).toBe(0);
+    // (The ledger checks follow the table without a blank line.)
+    const rows = tableRows(out, 'garbage collection over the rounds').filter((r) => !r[0]?.startsWith('ledger check'));
+    expect(rows.map((r) => r[0])).toEqual(['bare', 'tollgate sqlite']);
+    for (const [, young, promoted, scavengeUs, scavenges, fullGcs] of rows) {
+      for (const cell of [young, promoted, scavengeUs, scavenges, fullGcs]) expect(Number.isFinite(figure(cell)) && figure(cell) >= 0, out).toBe(true);
+    }
+    expect(out).toMatch(/ledger check \(tollgate sqlite\): \d+ requests, .* OK/);
+  }, 60_000);
 
   it('soak mode: samples RSS and event-loop delay of concurrent slow streams and passes its ledger check', async () => {
     const json = join(dir, 'soak.json');

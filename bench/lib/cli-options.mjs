@@ -33,7 +33,7 @@ export function checkBuildOptions(opt, die) {
  * A paid Tollgate of this build in `opt.deployment` and, with a baseline, one of that build: each its own
  * ledger (a PostgreSQL database and Redis prefix named after `tag`, dropped at the end, on postgres-redis).
  */
-export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPool, cpus, profileDir }) {
+export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPool, cpus, profileDir, windowMs }) {
   const targets = [];
   for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
     let store;
@@ -41,7 +41,9 @@ export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPo
       store = await sharedStores({ databaseUrl: opt['database-url'], redisUrl: opt['redis-url'] }, `${tag}${build ? '_baseline' : ''}`);
       onStopAll(store.drop);
     }
-    targets.push(await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool, cpus, baseline: build, profileDir, tag }));
+    targets.push(
+      await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool, cpus, baseline: build, profileDir, tag, windowMs }),
+    );
   }
   return targets;
 }
