@@ -33,6 +33,7 @@ export class PendingCharges {
   private version = 0;
   /** The pending charges' total cost. */
   cost: Nano = 0n;
+  private lastKeys: { hash: string; periods: PendingCharge['periods']; keys: string[] } | undefined;
 
   get size(): number {
     return this.entries.size;
@@ -42,8 +43,7 @@ export class PendingCharges {
   set(id: string, charge: PendingCharge, until: number): void {
     this.delete(id);
     const version = ++this.version;
-    const p = charge.periods;
-    const keys = ['all', p.daily, p.weekly, p.monthly].map((period) => `${charge.keyHash}\u0000${period}`);
+    const keys = this.keysOf(charge);
     this.entries.set(id, { charge, until, version, keys });
     this.expiries.push({ at: until, id, version });
     this.add(charge, keys, 1n);
@@ -80,6 +80,19 @@ export class PendingCharges {
       }
     }
     return any;
+  }
+
+  /**
+   * A charge's `hash\u0000period` keys: those of the charge before when it is of the same key and day
+   * (`periodKeys` answers one object a day), as it nearly always is; made anew otherwise.
+   */
+  private keysOf(charge: PendingCharge): string[] {
+    const last = this.lastKeys;
+    if (last && last.hash === charge.keyHash && last.periods === charge.periods) return last.keys;
+    const p = charge.periods;
+    const keys = ['all', p.daily, p.weekly, p.monthly].map((period) => `${charge.keyHash}\u0000${period}`);
+    this.lastKeys = { hash: charge.keyHash, periods: p, keys };
+    return keys;
   }
 
   /** What is pending for the key `hash` in `period` ('all', or a `d:`, `w:` or `m:` period). */
