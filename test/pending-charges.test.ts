@@ -5,6 +5,8 @@ import type { PendingCharge } from '../src/limits/money-view.js';
 
 const KEYS = ['k1', 'k2'];
 const DAYS = ['d:2026-11-25', 'd:2026-11-26'];
+/** One periods object a day, as periodKeys answers (a charge's keys are reused from the one before it when both match). */
+const PERIODS = DAYS.map((daily) => ({ daily, weekly: 'w:2026-11-23', monthly: 'm:2026-11' }));
 
 /** What the sums must be: every pending charge still in its lease, summed the slow way. */
 function naive(live: Map<string, { charge: PendingCharge; until: number }>, hash: string, period: string) {
@@ -28,6 +30,8 @@ const op = fc.oneof(
     cost: fc.bigInt({ min: 0n, max: 10n ** 12n }),
     byok: fc.bigInt({ min: 0n, max: 10n ** 9n }),
     lease: fc.integer({ min: 1, max: 50 }),
+    // The day's shared periods object, or a copy of it (the same periods, another object).
+    copy: fc.boolean(),
   }),
   fc.record({ kind: fc.constant('delete' as const), id: fc.integer({ min: 0, max: 6 }) }),
   fc.record({ kind: fc.constant('extend' as const), id: fc.integer({ min: 0, max: 6 }), lease: fc.integer({ min: 1, max: 80 }) }),
@@ -47,7 +51,7 @@ describe('PendingCharges', () => {
               cost: o.cost,
               byokUsage: o.byok,
               keyHash: KEYS[o.key]!,
-              periods: { daily: DAYS[o.day]!, weekly: 'w:2026-11-23', monthly: 'm:2026-11' },
+              periods: o.copy ? { ...PERIODS[o.day]! } : PERIODS[o.day]!,
             };
             pending.set(`r${o.id}`, charge, now + o.lease);
             model.set(`r${o.id}`, { charge, until: now + o.lease });
