@@ -46,9 +46,9 @@ if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 50)) die('--rounds 1.
 /** Adds a round's garbage collections (the probe's `gc-stop`) to the process's totals. */
 function addGc(p, gc, requests) {
   if (!gc) return;
-  const t = (p.gc ??= { requests: 0, scavenges: 0, scavengeUs: 0, allocated: 0, promoted: 0, majors: 0, majorUs: 0 });
+  const t = (p.gc ??= { requests: 0 });
   t.requests += requests;
-  for (const k of ['scavenges', 'scavengeUs', 'allocated', 'promoted', 'majors', 'majorUs']) t[k] += gc[k];
+  for (const [k, v] of Object.entries(gc)) t[k] = (t[k] ?? 0) + v;
 }
 
 function printGc(proxies) {
