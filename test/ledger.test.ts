@@ -10,16 +10,23 @@ import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
 import type { LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest } from '../src/ledger/migrations.js';
 import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
+import { sqliteChargeJournal } from '../src/ledger/sqlite-charge-journal.js';
 import { sqliteCommitWriter } from '../src/ledger/sqlite-commit-writer.js';
 import { writeCommit } from '../src/ledger/write-commit.js';
 import { creditsFromString, formatCredits } from '../src/ledger/money.js';
 import { chargeMaker } from './helpers/charges.js';
-import { databaseTargets } from './helpers/database.js';
+import { databaseTargets, migrateUpTo } from './helpers/database.js';
 import type { Database } from '../src/ledger/schema.js';
 
 const T0 = Date.UTC(2026, 10, 18, 10); // Wednesday 18 Nov 2026
 
 const charge = chargeMaker('test', T0);
+
+/** The ids of the charges in the charge journal, entry by entry (SQLite). */
+async function journaledIds(db: Kysely<Database>): Promise<string[]> {
+  const rows = await db.selectFrom('charge_journal').select('charges').orderBy('seq').execute();
+  return rows.flatMap((r) => (JSON.parse(r.charges) as Array<{ id: string }>).map((c) => c.id));
+}
 
 /**
  * A dialect whose COMMIT lands and then fails, `lost.left` times: a COMMIT whose answer was lost (the
@@ -571,6 +578,7 @@ for (const target of databaseTargets) {
           '0006_alert_crossings',
           '0007_generations_one_account_index',
           '0008_charge_journal',
+          '0009_charge_journal_entries',
         ]);
         const l = new KyselyLedger(dbs[1]!);
         const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
@@ -604,12 +612,12 @@ for (const target of databaseTargets) {
         const a = await newAccount();
         const hash = `h-journal-${target.name}`;
         await newKey(a.id, hash);
-        const journaled = () => db.selectFrom('charge_journal').select('id').execute();
+        const journaled = () => journaledIds(db);
         const local = new KyselyLedger(db);
         try {
           const c = charge(a.id, hash, 9n);
           await local.charge(c); // durable: in the journal, not yet in the tables
-          expect((await journaled()).map((r) => r.id)).toEqual([c.id]);
+          expect(await journaled()).toEqual([c.id]);
           expect((await db.selectFrom('generations').select('id').where('id', '=', c.id).execute()).length).toBe(0);
           // A read of this ledger sees it: the journal goes to the tables first, and leaves the journal.
           expect((await local.getAccount(a.id))?.totalUsage).toBe(9n);
@@ -674,6 +682,95 @@ for (const target of databaseTargets) {
     );
 
     it.runIf(target.name === 'sqlite')(
+      'issue 9: a group commit is one journal entry; it stays until the last of its charges is in the tables, and a start after a stop part-way applies the rest, each once',
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'tollgate-entries-'));
+        const file = `sqlite:${join(dir, 'ledger.db')}`;
+        const first = openDatabase(file);
+        const next = openDatabase(file);
+        try {
+          await migrateToLatest(first);
+          const stopped = new KyselyLedger(first, { retryDelayMs: 60_000 });
+          const a = await stopped.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
+          const hash = 'h-entries';
+          await newKeyOn(stopped, a.id, hash);
+          // The tables take 64 generations (one application's batch), then refuse.
+          await sql`CREATE TRIGGER refuse_after_64 BEFORE INSERT ON generations WHEN (SELECT count(*) FROM generations) >= 64
+            BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(first);
+          const charges = Array.from({ length: 100 }, (_, i) => charge(a.id, hash, BigInt(i + 1)));
+          await Promise.all(charges.map((c) => stopped.charge(c))); // one group commit: durable, one entry
+          const entries = await first.selectFrom('charge_journal').select('seq').execute();
+          expect(entries.length).toBe(1);
+          await stopped.flush().catch(() => undefined); // the first 64 go in; the rest are refused
+          const applied = await first.selectFrom('generations').select('id').execute();
+          expect(applied.length).toBe(64);
+          // The entry stays whole while any of its charges is not in the tables.
+          expect(await journaledIds(first)).toEqual(charges.map((c) => c.id));
+          await first.destroy(); // the process stops part-way
+          await sql`DROP TRIGGER refuse_after_64`.execute(next);
+          const started = new KyselyLedger(next);
+          expect(await started.recoverJournal()).toBe(100);
+          const sum = charges.reduce((t, c) => t + c.totalCost, 0n);
+          expect((await started.getAccount(a.id))?.totalUsage).toBe(sum); // the 64 not charged twice
+          expect((await started.keyUsage(hash, T0)).all.usage).toBe(sum);
+          expect(await journaledIds(next)).toEqual([]);
+          // A new entry never takes the number of one dropped (AUTOINCREMENT).
+          const later = new KyselyLedger(next, { retryDelayMs: 60_000 });
+          await sql`CREATE TRIGGER refuse_all BEFORE INSERT ON generations BEGIN SELECT RAISE(ABORT, 'no'); END`.execute(next);
+          await later.charge(charge(a.id, hash, 1n));
+          const [row] = await next.selectFrom('charge_journal').select('seq').execute();
+          expect(Number(row?.seq)).toBeGreaterThan(Number(entries[0]?.seq));
+          await sql`DROP TRIGGER refuse_all`.execute(next);
+          await later.flush();
+        } finally {
+          await first.destroy().catch(() => undefined);
+          await next.destroy();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    );
+
+    it.runIf(target.name === 'sqlite')('issue 9: an entry keeps only what is not set aside, and goes when nothing is left', async () => {
+      const a = await newAccount();
+      const hash = `h-discard-${target.name}`;
+      const cs = [charge(a.id, hash, 1n), charge(a.id, hash, 2n), charge(a.id, hash, 3n)];
+      const seq = await sqliteChargeJournal.append(db, cs);
+      await sqliteChargeJournal.discard(db, seq, [cs[0]!, cs[2]!]);
+      const mine = async () => (await sqliteChargeJournal.leftover(db)).filter((e) => e.seq === seq);
+      expect(await mine()).toEqual([{ seq, charges: [cs[0], cs[2]] }]);
+      await sqliteChargeJournal.discard(db, seq, []);
+      expect(await mine()).toEqual([]);
+    });
+
+    it.runIf(target.name === 'sqlite')(
+      'issue 9: charges a stopped process journaled before entries (one row a charge) are applied after the upgrade, each once',
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'tollgate-journal-0008-'));
+        const old = openDatabase(`sqlite:${join(dir, 'ledger.db')}`);
+        try {
+          await migrateUpTo(old, '0009');
+          const l = new KyselyLedger(old);
+          const a = await l.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
+          await newKeyOn(l, a.id, 'h-0008');
+          const cs = [charge(a.id, 'h-0008', 7n), charge(a.id, 'h-0008', 2n ** 62n, T0, { finishReason: null })];
+          for (const c of cs) {
+            const record = JSON.stringify({ ...c, totalCost: c.totalCost.toString(), byokUsage: c.byokUsage.toString() });
+            await sql`INSERT INTO charge_journal (id, record) VALUES (${c.id}, ${record})`.execute(old);
+          }
+          await migrateToLatest(old);
+          const started = new KyselyLedger(old);
+          expect(await started.recoverJournal()).toBe(2);
+          expect((await started.getAccount(a.id))?.totalUsage).toBe(7n + 2n ** 62n);
+          expect(await started.getGeneration(cs[1]!.id)).toEqual(cs[1]);
+          expect(await journaledIds(old)).toEqual([]);
+        } finally {
+          await old.destroy();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    );
+
+    it.runIf(target.name === 'sqlite')(
       'issue 9: while the tables refuse charges and the journal takes them, answers go until the backlog bound, then wait; once the tables take them, each lands once',
       async () => {
         const a = await newAccount();
@@ -690,7 +787,7 @@ for (const target of databaseTargets) {
           await behind.flush().catch(() => undefined);
           for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
           expect(answered).toBe(false); // past the bound: waits, rather than piling up journaled charges
-          expect((await db.selectFrom('charge_journal').select('id').execute()).length).toBe(3);
+          expect((await journaledIds(db)).length).toBe(3);
           await sql`DROP TRIGGER refuse_charges`.execute(db);
           await behind.flush(); // the tables take the three; the fourth is journaled
           await behind.flush(); // and taken too

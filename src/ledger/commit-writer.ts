@@ -30,13 +30,15 @@ export interface WrittenCommit {
  * then moves the accounts of the ones it recorded (balance down, total usage up, commit sequence number
  * by one), locking them in id order, then adds to their keys' usage per period (all-time, UTC day,
  * week, month) in key and period order, then to the hourly spend rollups (spend-rollups.ts) in their
- * key order, so that processes sharing a database never deadlock. It
- * throws when the commit did not happen, or when it cannot tell (a lost answer): the charges are
- * then written again, and the ones already recorded are skipped.
+ * key order, so that processes sharing a database never deadlock. A dialect with a charge journal
+ * (charge-journal.ts) also drops, in the same transaction, the journal entries `journaled` whose
+ * charges are all in the tables with this commit. It throws when the commit did not happen, or when
+ * it cannot tell (a lost answer): the charges are then written again, and the ones already recorded
+ * are skipped.
  */
 export interface CommitWriter {
-  /** Writes `charges` (in id order) as one commit. */
-  write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit>;
+  /** Writes `charges` (in id order) as one commit, dropping journal entries `journaled` (by sequence number). */
+  write(db: Kysely<Database>, charges: readonly Charge[], journaled: readonly number[]): Promise<WrittenCommit>;
 }
 
 /** The generations table's columns, in the order `generationValues` gives them. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
-import type { ChargeJournal } from './charge-journal.js';
+import { JournalEntry, type ChargeJournal } from './charge-journal.js';
 import type { CommitWriter } from './commit-writer.js';
 import { listAccounts, listGenerations, spend } from './report-queries.js';
 import { big, bool, flag, num, toAccount, toGeneration } from './rows.js';
@@ -80,6 +80,8 @@ interface Queued {
   /** The charge is in the tables (or set aside for good), and `onCommitted` was told. */
   recorded: () => void;
   attempts: number;
+  /** The journal entry that holds it, once journaled (SQLite). */
+  entry?: JournalEntry;
 }
 
 /** Tries of a charge that the database refuses while it accepts others, before it is set aside. */
@@ -492,19 +494,20 @@ export class KyselyLedger implements Ledger {
     // A generation is charged once: while one with this id waits to be written, a second is the same.
     const already = this.pendingCharges.get(charge.id);
     if (already) return already.written;
-    const { queued, written } = this.pend(charge, false);
+    const { queued, written } = this.pend(charge);
     this.queue.push(queued);
     this.schedule();
     return written;
   }
 
-  /** Tracks a charge until it is in the tables: queued for a group commit, or journaled already (`journaled`). */
-  private pend(charge: Charge, journaled: boolean): { queued: Queued; written: Promise<void> } {
+  /** Tracks a charge until it is in the tables: queued for a group commit, or journaled already (in `entry`). */
+  private pend(charge: Charge, entry?: JournalEntry): { queued: Queued; written: Promise<void> } {
     let durable: () => void = () => undefined;
     let recorded: () => void = () => undefined;
+    const journaled = entry !== undefined;
     const written = journaled ? Promise.resolve() : new Promise<void>((resolve) => (durable = resolve));
     this.pendingCharges.set(charge.id, { charge, written, recorded: new Promise<void>((resolve) => (recorded = resolve)), journaled });
-    return { queued: { charge, durable, recorded, attempts: 0 }, written };
+    return { queued: { charge, durable, recorded, attempts: 0, entry }, written };
   }
 
   recorded(id: string): Promise<void> {
@@ -627,14 +630,13 @@ export class KyselyLedger implements Ledger {
       const over = batch.length > room ? batch.splice(room) : [];
       // Durable in one append (a failure keeps the batch queued whole: the database is failing); into
       // the tables in bulk soon after (applyJournaled).
-      await this.journal.append(
-        this.db,
-        batch.map((q) => q.charge),
-      );
+      const charges = batch.map((q) => q.charge);
+      const entry = new JournalEntry(await this.journal.append(this.db, charges), charges);
       this.options.onGroupCommit?.(batch.map((q) => q.charge.id));
       for (const q of batch) {
         const pending = this.pendingCharges.get(q.charge.id);
         if (pending?.charge === q.charge) pending.journaled = true;
+        q.entry = entry;
         q.durable();
         this.unapplied.push(q);
       }
@@ -663,7 +665,7 @@ export class KyselyLedger implements Ledger {
     };
     let batchError: unknown;
     try {
-      await this.writeTransaction(batch.map((q) => q.charge));
+      await this.writeTransaction(batch);
       committed(batch);
       return [];
     } catch (err) {
@@ -675,7 +677,7 @@ export class KyselyLedger implements Ledger {
     let lastError: unknown;
     for (const q of batch) {
       try {
-        await this.writeTransaction([q.charge]);
+        await this.writeTransaction([q]);
         committed([q]);
       } catch (err) {
         lastError = err;
@@ -687,19 +689,26 @@ export class KyselyLedger implements Ledger {
     // Some went through one by one: the group commit itself failed (a deadlock, a refused charge); say so.
     this.options.onFlushError?.(batchError);
     const retry: Queued[] = [];
-    const setAside: string[] = [];
+    const setAside = new Set<JournalEntry>();
     for (const q of failed) {
       q.attempts += 1;
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
         this.options.onChargeRejected?.(lastError, q.charge);
         this.unpend(q.charge);
-        setAside.push(q.charge.id);
+        if (q.entry) {
+          q.entry.charges = q.entry.charges.filter((c) => c !== q.charge);
+          q.entry.left -= 1;
+          setAside.add(q.entry);
+        }
         done(q); // nothing more will be written for it; its holds may go
       }
     }
-    // Logged in full for replay by onChargeRejected: not to be applied again at the next start.
-    if (this.journal && setAside.length > 0) await this.journal.discard(this.db, setAside).catch((err: unknown) => this.options.onFlushError?.(err));
+    // Logged in full for replay by onChargeRejected: not to be applied again at the next start (its
+    // entry goes once nothing else of it waits for the tables).
+    for (const e of setAside) {
+      if (this.journal) await this.journal.discard(this.db, e.seq, e.left > 0 ? e.charges : []).catch((err: unknown) => this.options.onFlushError?.(err));
+    }
     return retry;
   }
 
@@ -773,17 +782,31 @@ export class KyselyLedger implements Ledger {
    */
   async recoverJournal(): Promise<number> {
     if (!this.journal) return 0;
-    const leftover = (await this.journal.leftover(this.db)).filter((c) => !this.pendingCharges.has(c.id));
-    for (const charge of leftover) this.unapplied.push(this.pend(charge, true).queued);
+    let count = 0;
+    for (const { seq, charges } of await this.journal.leftover(this.db)) {
+      // An entry of this ledger's own (its charges pending here) is applied, and dropped, as it tracks it.
+      if (charges.some((c) => this.pendingCharges.has(c.id))) continue;
+      const entry = new JournalEntry(seq, charges);
+      for (const charge of charges) this.unapplied.push(this.pend(charge, entry).queued);
+      count += charges.length;
+    }
     // Tables that refuse them now are retried (scheduleApply): the charges stay in the journal meanwhile.
     await this.applyJournaled().catch(() => undefined);
-    return leftover.length;
+    return count;
   }
 
-  /** One group commit (see writeCommit and CommitWriter), then its report to `onCommitted`. */
-  private async writeTransaction(batch: Charge[]): Promise<void> {
-    const updates = await writeCommit(this.db, this.writer, batch);
-    batch.forEach((c) => this.unpend(c));
+  /**
+   * One group commit (see writeCommit and CommitWriter), dropping the journal entries whose last
+   * charges it applies, then its report to `onCommitted`.
+   */
+  private async writeTransaction(batch: Queued[]): Promise<void> {
+    const inBatch = new Map<JournalEntry, number>();
+    for (const q of batch) if (q.entry) inBatch.set(q.entry, (inBatch.get(q.entry) ?? 0) + 1);
+    const complete = [...inBatch].filter(([e, n]) => e.left === n).map(([e]) => e.seq);
+    const charges = batch.map((q) => q.charge);
+    const updates = await writeCommit(this.db, this.writer, charges, complete);
+    for (const [e, n] of inBatch) e.left -= n;
+    charges.forEach((c) => this.unpend(c));
     this.options.onCommitted?.(updates);
   }
 

@@ -100,6 +100,8 @@ function byColumn(rows: readonly unknown[][], width: number): unknown[][] {
  * A group commit on PostgreSQL: one statement (see groupCommit), so one round trip whatever the number
  * of charges (each round trip costs this process tens of microseconds of CPU, however little it
  * carries). A batch is at most MAX_BATCH charges (kysely-ledger.ts), well within the statement timeout.
+ * PostgreSQL has no charge journal (the ledger writes its group commits to the tables at once): no
+ * journal entries to drop.
  */
 export const postgresCommitWriter: CommitWriter = {
   async write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit> {

@@ -108,10 +108,13 @@ export interface AlertCrossingsTable {
   created_at: Int;
 }
 
-/** A charge durable but not yet applied to the tables (charge-journal.ts): its id, and its ChargeRecord as JSON. */
+/**
+ * One group commit's charges, durable but not all applied to the tables yet (charge-journal.ts): a
+ * sequence number never reused, and their ChargeRecords as a JSON array.
+ */
 export interface ChargeJournalTable {
-  id: string;
-  record: string;
+  seq: Generated<Int>;
+  charges: string;
 }
 
 export interface Database {

@@ -6,16 +6,17 @@ import type { Charge } from './ledger.js';
 import type { Database } from './schema.js';
 import { writeOnHandle } from './sqlite-writes.js';
 
-const appends = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[]) => void>();
+const appends = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[]) => number>();
 
-/** One transaction of one prepared insert a charge (INSERT OR IGNORE: a charge journaled twice is there once). */
-function appendOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) => void {
+/** The charges as an entry's JSON array of ChargeRecords. */
+const entryText = (charges: readonly Charge[]): string => JSON.stringify(charges.map(toChargeRecord));
+
+/** One prepared insert of one row, in a transaction of its own; answers the row's sequence number. */
+function appendOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) => number {
   let append = appends.get(sqlite);
   if (!append) {
-    const insert = sqlite.prepare('INSERT OR IGNORE INTO charge_journal (id, record) VALUES (?, ?)');
-    const transaction = sqlite.transaction((charges: readonly Charge[]) => {
-      for (const c of charges) insert.run(c.id, JSON.stringify(toChargeRecord(c)));
-    });
+    const insert = sqlite.prepare('INSERT INTO charge_journal (charges) VALUES (?)');
+    const transaction = sqlite.transaction((charges: readonly Charge[]) => Number(insert.run(entryText(charges)).lastInsertRowid));
     // BEGIN IMMEDIATE: the write lock is taken at the start (another process writing waits, up to busy_timeout).
     append = (charges) => transaction.immediate(charges);
     appends.set(sqlite, append);
@@ -23,28 +24,35 @@ function appendOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) 
   return append;
 }
 
+/** An entry's charges read back; throws naming the entry when its row is not a list of charges. */
+function chargesOf(seq: unknown, text: string): Charge[] {
+  try {
+    const records: unknown = JSON.parse(text);
+    if (!Array.isArray(records)) throw new Error('not a list of charges');
+    return records.map(fromChargeRecord);
+  } catch (err) {
+    throw new Error(`charge journal: entry ${String(seq)} is not a list of charges (${(err as Error).message}); nothing was applied`, { cause: err });
+  }
+}
+
 /** The charge journal on SQLite: the `charge_journal` table of the ledger's own database (charge-journal.ts). */
 export const sqliteChargeJournal: ChargeJournal = {
-  async append(db: Kysely<Database>, charges: readonly Charge[]): Promise<void> {
-    await writeOnHandle(db, (sqlite) => appendOn(sqlite)(charges));
+  append(db: Kysely<Database>, charges: readonly Charge[]): Promise<number> {
+    return writeOnHandle(db, (sqlite) => appendOn(sqlite)(charges));
   },
 
-  async discard(db: Kysely<Database>, ids: readonly string[]): Promise<void> {
-    if (ids.length > 0)
+  async discard(db: Kysely<Database>, seq: number, keep: readonly Charge[]): Promise<void> {
+    if (keep.length === 0) await db.deleteFrom('charge_journal').where('seq', '=', seq).execute();
+    else
       await db
-        .deleteFrom('charge_journal')
-        .where('id', 'in', [...ids])
+        .updateTable('charge_journal')
+        .set({ charges: entryText(keep) })
+        .where('seq', '=', seq)
         .execute();
   },
 
-  async leftover(db: Kysely<Database>): Promise<Charge[]> {
-    const rows = await db.selectFrom('charge_journal').select(['id', 'record']).orderBy('id').execute();
-    return rows.map((r) => {
-      try {
-        return fromChargeRecord(JSON.parse(r.record));
-      } catch (err) {
-        throw new Error(`charge journal: the row of ${r.id} is not a charge (${(err as Error).message}); nothing was applied`, { cause: err });
-      }
-    });
+  async leftover(db: Kysely<Database>): Promise<Array<{ seq: number; charges: Charge[] }>> {
+    const rows = await db.selectFrom('charge_journal').select(['seq', 'charges']).orderBy('seq').execute();
+    return rows.map((r) => ({ seq: Number(r.seq), charges: chargesOf(r.seq, r.charges) }));
   },
 };

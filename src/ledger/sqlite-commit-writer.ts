@@ -9,7 +9,7 @@ import type { Database } from './schema.js';
 import { big } from './rows.js';
 import { writeOnHandle } from './sqlite-writes.js';
 
-const DROP_JOURNALED = 'DELETE FROM charge_journal WHERE id = ?';
+const DROP_JOURNALED = 'DELETE FROM charge_journal WHERE seq = ?';
 const INSERT_GENERATION = `INSERT INTO generations (${GENERATION_COLUMNS.join(', ')}) VALUES (${GENERATION_COLUMNS.map(() => '?').join(', ')})
    ON CONFLICT (id) DO NOTHING`;
 const CHARGE_ACCOUNT = `UPDATE accounts SET balance = balance - ?, total_usage = total_usage + ?, seq = seq + 1 WHERE id = ?
@@ -54,13 +54,13 @@ function deltasOf(charges: readonly Charge[], recorded: ReadonlySet<string>): { 
 }
 
 /** The whole commit as one synchronous better-sqlite3 transaction, its statements prepared once a handle. */
-function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) => WrittenCommit {
+function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[], journaled: readonly number[]) => WrittenCommit {
   const unjournal = sqlite.prepare(DROP_JOURNALED);
   const insertGeneration = sqlite.prepare(INSERT_GENERATION);
   const chargeAccount = sqlite.prepare(CHARGE_ACCOUNT);
   const addKeyUsage = sqlite.prepare(ADD_KEY_USAGE);
   const addRollup = sqlite.prepare(ADD_ROLLUP);
-  const commit = sqlite.transaction((charges: readonly Charge[]): WrittenCommit => {
+  const commit = sqlite.transaction((charges: readonly Charge[], journaled: readonly number[]): WrittenCommit => {
     const recorded = new Set<string>();
     // A generation already recorded inserts nothing (changes 0): it is not charged again.
     for (const c of charges) if (insertGeneration.run(generationValues(c)).changes > 0) recorded.add(c.id);
@@ -76,30 +76,30 @@ function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) 
     for (const r of rollupDeltas(charges, recorded)) {
       addRollup.run(r.bucket, r.accountId, r.keyHash, r.model, r.provider, r.requests, r.cost, r.byokUsage, r.promptTokens, r.completionTokens);
     }
-    // Applied (or recorded before): out of the charge journal, in the same transaction.
-    for (const c of charges) unjournal.run(c.id);
+    // The journal entries whose charges are all applied (or recorded before) now: dropped, in the same transaction.
+    for (const seq of journaled) unjournal.run(seq);
     return { recorded, accounts, keyRows };
   });
   // BEGIN IMMEDIATE: the write lock is taken at the start (another process writing waits, up to busy_timeout).
-  return (charges) => commit.immediate(charges);
+  return (charges, journaled) => commit.immediate(charges, journaled);
 }
 
-const commits = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[]) => WrittenCommit>();
+const commits = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[], journaled: readonly number[]) => WrittenCommit>();
 
 /**
  * A group commit on SQLite: one transaction of single-row statements, each prepared once, run
  * synchronously on the database's better-sqlite3 handle (in process, a statement costs a few
  * microseconds; going through Kysely for each cost as much again), never inside a transaction of
- * Kysely's (sqlite-writes.ts). It also drops the charges from the charge journal (charge-journal.ts),
- * where the ledger made them durable first. A transaction that fails, its COMMIT included, is rolled
+ * Kysely's (sqlite-writes.ts). It also drops the journal entries `journaled` (charge-journal.ts), where
+ * the ledger made the charges durable first. A transaction that fails, its COMMIT included, is rolled
  * back whole and throws: SQLite in process cannot lose the answer of a COMMIT that landed.
  */
 export const sqliteCommitWriter: CommitWriter = {
-  write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit> {
+  write(db: Kysely<Database>, charges: readonly Charge[], journaled: readonly number[]): Promise<WrittenCommit> {
     return writeOnHandle(db, (sqlite) => {
       let commit = commits.get(sqlite);
       if (!commit) commits.set(sqlite, (commit = commitOn(sqlite)));
-      return commit(charges);
+      return commit(charges, journaled);
     });
   },
 };

@@ -6,14 +6,20 @@ import type { Database } from './schema.js';
 import { big } from './rows.js';
 
 /**
- * One group commit: `writer` writes the charges (see CommitWriter for what and in which order), and the
- * answer says what the commit did to each account it charged (see commitUpdates), for the limits store.
+ * One group commit: `writer` writes the charges (see CommitWriter for what and in which order; it drops
+ * the journal entries `journaled`), and the answer says what the commit did to each account it charged
+ * (see commitUpdates), for the limits store.
  */
-export async function writeCommit(db: Kysely<Database>, writer: CommitWriter, batch: readonly Charge[]): Promise<LedgerUpdate[]> {
+export async function writeCommit(
+  db: Kysely<Database>,
+  writer: CommitWriter,
+  batch: readonly Charge[],
+  journaled: readonly number[] = [],
+): Promise<LedgerUpdate[]> {
   // Each generation once (charge() never queues one twice; a batch that held one twice would move its
   // money twice, since both copies would count as recorded now).
   const sorted = [...batch].sort((a, b) => byText(a.id, b.id)).filter((c, i, all) => i === 0 || all[i - 1]?.id !== c.id);
-  const { recorded, accounts, keyRows } = await writer.write(db, sorted);
+  const { recorded, accounts, keyRows } = await writer.write(db, sorted, journaled);
   if (recorded.size < sorted.length) await readUnmoved(db, sorted, recorded, accounts, keyRows);
   return commitUpdates(sorted, accounts, keyRows);
 }
