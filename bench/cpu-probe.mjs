@@ -11,8 +11,15 @@
 //   gc-stop    → {id, gc}: what the collections since `gc-start` did: scavenges (young-generation
 //                collections) and their pauses, the bytes allocated in the young generation between
 //                them, the bytes they promoted to the old generation, and the full (mark-compact) ones
+//   alloc-start → starts V8's sampling heap profiler (an allocation sampled about every 1 KB: node:inspector,
+//                HeapProfiler.startSampling), keeping the samples of objects collected since, so that
+//                it tells what was allocated, garbage included, not only what is still alive
+//   alloc-stop {file} → writes the profile since `alloc-start` to `file` (a .heapprofile, which Chrome's
+//                DevTools opens) and answers {id, ok}
 // The bare string "cpu" is answered with {cpu} too (older callers). It does nothing else; the
 // process's own code is untouched.
+import { writeFileSync } from 'node:fs';
+import inspector from 'node:inspector';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import v8 from 'node:v8';
 
@@ -45,6 +52,10 @@ function gcSummary(report) {
   }
   return out;
 }
+
+/** The inspector session of the allocation profiler, opened at the first `alloc-start`. */
+let session;
+const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
 
 if (typeof process.send === 'function') {
   let monitor;
@@ -91,6 +102,27 @@ if (typeof process.send === 'function') {
       const report = gcProfiler?.stop();
       gcProfiler = undefined;
       process.send({ id, gc: report ? gcSummary(report) : null });
+    } else if (cmd === 'alloc-start') {
+      if (!session) {
+        session = new inspector.Session();
+        session.connect();
+      }
+      post('HeapProfiler.enable')
+        .then(() =>
+          post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }),
+        )
+        .then(
+          () => process.send({ id, ok: true }),
+          (err) => process.send({ id, error: String(err) }),
+        );
+    } else if (cmd === 'alloc-stop') {
+      post('HeapProfiler.stopSampling').then(
+        ({ profile }) => {
+          writeFileSync(msg.file, JSON.stringify(profile));
+          process.send({ id, ok: true });
+        },
+        (err) => process.send({ id, error: String(err) }),
+      );
     }
   });
   // The IPC channel must not keep a process alive that would otherwise exit.

@@ -7,16 +7,23 @@
 //
 //   npm run build && node bench/open-loop.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
 //                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR] [--profile DIR] [--gc]
+//                                             [--alloc DIR]
 //
 // --gc: what each process's garbage collector did in its rounds (v8.GCProfiler, through the probe): the
 // bytes a request allocated in the young generation and those that outlived it into the old one, the
 // scavenges' pauses and the full collections. Promoted bytes fill the old generation, and each full
 // collection that follows slows every answer for ~100 ms on the measured core (bench/README.md, ninth session).
+//
+// --alloc DIR: what each process allocated a request, garbage included, by the function that allocated it
+// and by area (V8's sampling heap profiler, through the probe, around each of its rounds; one .heapprofile a
+// round in DIR, which Chrome's DevTools opens). Allocation is what fills the young generation: the fewer
+// bytes a request, the fewer scavenges (bench/README.md, tenth session). The profiler slows the rounds.
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
-import { median, percentile, profileReport } from './lib/report.mjs';
+import { addAllocations, allocationReport, median, noAllocations, percentile, profileReport } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
 import { root, startBare } from './lib/targets.mjs';
 
@@ -31,6 +38,7 @@ const { values: opt } = parseArgs({
     // node --cpu-prof of the bare proxy and each Tollgate, one .cpuprofile each in DIR (their figures are inflated)
     profile: { type: 'string' },
     gc: { type: 'boolean', default: false },
+    alloc: { type: 'string' },
     ...storeOptions,
   },
 });
@@ -49,6 +57,15 @@ function addGc(p, gc, requests) {
   const t = (p.gc ??= { requests: 0 });
   t.requests += requests;
   for (const [k, v] of Object.entries(gc)) t[k] = (t[k] ?? 0) + v;
+}
+
+/** Stops the round's allocation profile of `p`, keeps it in allocDir and adds it to the process's totals. */
+async function addAlloc(p, round, requests) {
+  const file = path.join(allocDir, `${p.id.replaceAll(':', '-')}-round${round}.heapprofile`);
+  await probe(p.child, 'alloc-stop', 30_000, { file });
+  p.alloc ??= { totals: noAllocations(), requests: 0 };
+  addAllocations(p.alloc.totals, JSON.parse(readFileSync(file, 'utf8')), root);
+  p.alloc.requests += requests;
 }
 
 function printGc(proxies) {
@@ -76,6 +93,8 @@ const pin = pinning('auto', die);
 /** The profiled processes (--profile), reported once they have exited and written their profiles. */
 let profiled;
 const profileDir = opt.profile === undefined ? undefined : path.resolve(opt.profile);
+const allocDir = opt.alloc === undefined ? undefined : path.resolve(opt.alloc);
+if (allocDir) mkdirSync(allocDir, { recursive: true });
 
 try {
   const { tmp, upstreamUrl } = await setUp('open-loop', { cpus: pin?.others });
@@ -102,10 +121,12 @@ try {
     for (const p of round % 2 ? proxies : [...proxies].reverse()) {
       const from = process.hrtime.bigint() / 1000n; // µs on the clock of a .cpuprofile's samples
       if (opt.gc) await probe(p.child, 'gc-start');
+      if (allocDir) await probe(p.child, 'alloc-start');
       const c0 = (await p.cpu()).us;
       const run = await runOpenLoop(p, opt.mode, RATE, SECONDS);
       const cpu = ((await p.cpu()).us - c0) / run.latencies.length;
       if (opt.gc) addGc(p, (await probe(p.child, 'gc-stop')).gc, run.latencies.length);
+      if (allocDir) await addAlloc(p, round, run.latencies.length);
       (p.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: run.latencies.length });
       const sorted = Float64Array.from(run.latencies).sort();
       const eld = p === bare ? undefined : (await probe(p.child, 'stats')).eld;
@@ -134,6 +155,10 @@ try {
     print(['', p.label, m('p50'), m('p90'), m('p99'), m('max', 1), m('cpu', 0), m('eldP99', 1), m('eldMax', 1), m('behind', 1)]);
   }
   if (opt.gc) printGc(proxies);
+  if (allocDir) {
+    process.stdout.write(`\nallocations over the rounds (--alloc; the profiles are in ${allocDir}):\n`);
+    for (const p of proxies) if (p.alloc) process.stdout.write(`\n${allocationReport(p.label, p.alloc.totals, p.alloc.requests)}`);
+  }
   const behind = Math.max(...rows.map((r) => r.behind));
   if (behind > 5) process.stdout.write(`\nwarning: the load generator fell up to ${behind.toFixed(1)} ms behind its schedule\n`);
   for (const p of tollgates) {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -117,15 +117,26 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     expect(out).not.toContain('MISMATCH');
   }, 120_000);
 
-  it('open loop with --gc: reports what the garbage collector of each process did, and passes its ledger check', async () => {
-    const { code, out } = await runBench(['--rate', '200', '--seconds', '0.5', '--rounds', '2', '--gc'], 60_000, OPEN_LOOP);
+  it('open loop with --gc and --alloc: reports what the garbage collector of each process did and what each allocated, and passes its ledger check', async () => {
+    const allocDir = join(dir, 'alloc');
+    const { code, out } = await runBench(['--rate', '200', '--seconds', '0.5', '--rounds', '2', '--gc', '--alloc', allocDir], 60_000, OPEN_LOOP);
     expect(code, out).toBe(0);
-    // (The ledger checks follow the table without a blank line.)
-    const rows = tableRows(out, 'garbage collection over the rounds').filter((r) => !r[0]?.startsWith('ledger check'));
+    const rows = tableRows(out, 'garbage collection over the rounds');
     expect(rows.map((r) => r[0])).toEqual(['bare', 'tollgate sqlite']);
     for (const [, young, promoted, scavengeUs, scavenges, fullGcs] of rows) {
       for (const cell of [young, promoted, scavengeUs, scavenges, fullGcs]) expect(Number.isFinite(figure(cell)) && figure(cell) >= 0, out).toBe(true);
     }
+    // Each process's allocations a request, and its own code among the functions that allocated.
+    for (const label of ['bare', 'tollgate sqlite']) {
+      const m = new RegExp(`\\[${label}\\] ([\\d.]+) KB allocated a request`).exec(out);
+      expect(m && Number(m[1]) > 0, out).toBe(true);
+    }
+    expect(out).toMatch(/KB {2}\S+ {2}dist\/\S+\.js:\d+/);
+    // One profile a process and round, as DevTools reads them (a tree of call frames with their bytes).
+    const files = readdirSync(allocDir).sort();
+    expect(files).toEqual(['bare-round1.heapprofile', 'bare-round2.heapprofile', 'tollgate-sqlite-round1.heapprofile', 'tollgate-sqlite-round2.heapprofile']);
+    const profile = JSON.parse(readFileSync(join(allocDir, files[2]!), 'utf8'));
+    expect(profile.head.callFrame).toBeDefined();
     expect(out).toMatch(/ledger check \(tollgate sqlite\): \d+ requests, .* OK/);
   }, 60_000);
 

@@ -172,9 +172,11 @@ export function dumpChildren() {
 
 /**
  * Asks a child that preloads bench/cpu-probe.mjs: `cpu` → {cpu: {user, system}} (µs);
- * `stats` → {cpu, mem: process.memoryUsage(), eld}; `eld-start` → starts the event-loop delay monitor.
+ * `stats` → {cpu, mem: process.memoryUsage(), eld}; `eld-start` → starts the event-loop delay monitor;
+ * the others as cpu-probe.mjs lists them (`args`: the command's fields, such as `file`). Rejects when
+ * the probe answers an error.
  */
-export function probe(child, cmd, timeoutMs = 5_000) {
+export function probe(child, cmd, timeoutMs = 5_000, args = {}) {
   return new Promise((resolve, reject) => {
     const id = child.nextId++;
     const timer = setTimeout(() => {
@@ -183,8 +185,9 @@ export function probe(child, cmd, timeoutMs = 5_000) {
     }, timeoutMs);
     child.pending.set(id, (m) => {
       clearTimeout(timer);
-      resolve(m);
+      if (m.error) reject(new Error(`${child.name}: the probe failed (${cmd}): ${m.error}`));
+      else resolve(m);
     });
-    child.send({ id, cmd });
+    child.send({ id, cmd, ...args });
   });
 }

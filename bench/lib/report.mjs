@@ -86,12 +86,51 @@ function selfTimes(file, root, windows) {
     const cf = node.callFrame;
     if (cf.functionName === '(idle)') continue;
     total += us;
-    const k = `${cf.functionName || '(anonymous)'}  ${shortUrl(cf.url, root)}${cf.url ? `:${cf.lineNumber + 1}` : ''}`;
-    byFn.set(k, (byFn.get(k) ?? 0) + us);
-    const a = cf.url ? area(cf.url, root) : cf.functionName;
-    byArea.set(a, (byArea.get(a) ?? 0) + us);
+    add(byFn, byArea, cf, us, root);
   }
   return { byFn, byArea, total };
+}
+
+/** Adds `amount` to the function of `callFrame` (name, file and line) and to its area. */
+function add(byFn, byArea, cf, amount, root) {
+  const k = `${cf.functionName || '(anonymous)'}  ${shortUrl(cf.url, root)}${cf.url ? `:${cf.lineNumber + 1}` : ''}`;
+  byFn.set(k, (byFn.get(k) ?? 0) + amount);
+  const a = cf.url ? area(cf.url, root) : cf.functionName;
+  byArea.set(a, (byArea.get(a) ?? 0) + amount);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocation profiles (open-loop --alloc): V8's sampling heap profiler, garbage included.
+
+/** Adds a sampling heap profile's bytes (each node's selfSize) to `totals` ({ byFn, byArea, total }) by function and area. */
+export function addAllocations(totals, profile, root) {
+  const walk = (node) => {
+    if (node.selfSize > 0) {
+      totals.total += node.selfSize;
+      add(totals.byFn, totals.byArea, node.callFrame, node.selfSize, root);
+    }
+    for (const child of node.children) walk(child);
+  };
+  walk(profile.head);
+  return totals;
+}
+
+export const noAllocations = () => ({ byFn: new Map(), byArea: new Map(), total: 0 });
+
+/** What a process allocated a request (KB), by function and by area, the most first. */
+export function allocationReport(label, totals, requests, top = 15) {
+  const kb = (bytes) => (bytes / requests / 1024).toFixed(2).padStart(7);
+  const list = (m, n) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, bytes]) => `  ${kb(bytes)} KB  ${k}`)
+      .join('\n');
+  return (
+    `[${label}] ${kb(totals.total).trim()} KB allocated a request (sampled, garbage included; ${fmt(requests)} requests)\n` +
+    `top ${top} functions by bytes they allocated themselves:\n${list(totals.byFn, top)}\n` +
+    `by area:\n${list(totals.byArea, 12)}\n`
+  );
 }
 
 export function summarizeProfile(file, root, top = 10, windows = undefined) {
