@@ -239,6 +239,22 @@ describe('CachedKeys', () => {
     expect(db.reads).toBe(4);
   });
 
+  it('past maxEntries, a key just read stays even when every other was used since; the one used longest ago goes', async () => {
+    const { db, keys } = setup({ maxEntries: 2 });
+    for (const h of ['a', 'b', 'c']) db.rows.set(h, stored(newKey(h)));
+    await keys.findKey('a');
+    await keys.findKey('b');
+    await keys.findKey('a');
+    await keys.findKey('b');
+    await keys.findKey('c'); // kept; a goes (b was used after it)
+    expect(db.reads).toBe(3);
+    await keys.findKey('c');
+    await keys.findKey('b');
+    expect(db.reads).toBe(3);
+    await keys.findKey('a');
+    expect(db.reads).toBe(4);
+  });
+
   it('hands each caller its own copy', async () => {
     const { keys } = setup();
     const key = await keys.findKey('k1');

@@ -1,7 +1,7 @@
 import type { Change, ChangeFeed } from './change-feed.js';
 
 export interface FeedCacheOptions {
-  /** The most entries kept; past it the least recently used goes. */
+  /** The most entries kept; past it one not used lately goes (see FeedCache). */
   maxEntries: number;
   /** How long an entry is used while the feed is live: a safety net, as the feed drops changed entries. */
   liveTtlMs: number;
@@ -17,6 +17,13 @@ export interface FeedCacheOptions {
   idOf: (change: Change) => string | undefined;
 }
 
+interface Entry<V> {
+  at: number;
+  value: V;
+  /** Hit since it was stored, or since eviction last passed it over. */
+  used: boolean;
+}
+
 interface Load<V> {
   promise: Promise<V>;
   /** `stale` is set when the entry was invalidated while the read ran: its answer may predate the change. */
@@ -24,8 +31,15 @@ interface Load<V> {
 }
 
 /**
- * A bounded cache of reads (LRU by count, and by age) that the change feed keeps fresh: it drops the
+ * A bounded cache of reads (by count, and by age) that the change feed keeps fresh: it drops the
  * entry each change names (`idOf`) and everything on `reset`, until `close()`.
+ *
+ * Past `maxEntries`, an entry not used lately goes, chosen as CLOCK chooses (an approximation of least
+ * recently used): a hit only marks its entry used; when one must go, the oldest entry goes unless it
+ * was used since it was last passed over, in which case it moves to the newest end, unmarked, and the
+ * next oldest is looked at. A hit changes nothing in the map: moving the entry to the newest end at
+ * every hit (delete, then set) made V8 shrink and regrow the map's table a request (~2 % of the
+ * gateway's CPU, `perf`, bench/README.md, tenth session).
  *
  * Invariant: an entry is never fresher than what the database held when its read started. A read is
  * aged from its start, and a read that an invalidation (or a reset) overtook is answered to the
@@ -33,7 +47,7 @@ interface Load<V> {
  * one id at one time share a single query; a caller arriving after an invalidation starts a new one.
  */
 export class FeedCache<V> {
-  private readonly entries = new Map<string, { at: number; value: V }>();
+  private readonly entries = new Map<string, Entry<V>>();
   private readonly loading = new Map<string, Load<V>>();
   private readonly unsubscribe: () => void;
 
@@ -58,12 +72,12 @@ export class FeedCache<V> {
     const now = this.options.now();
     const hit = this.entries.get(id);
     if (hit) {
-      this.entries.delete(id);
       const age = now - hit.at;
       if (age >= 0 && age < this.ttl()) {
-        this.entries.set(id, hit); // most recently used now
+        hit.used = true;
         return Promise.resolve(hit.value);
       }
+      this.entries.delete(id);
     }
     const running = this.loading.get(id);
     if (running) return running.promise;
@@ -113,11 +127,19 @@ export class FeedCache<V> {
 
   private store(id: string, at: number, value: V): void {
     this.entries.delete(id);
-    this.entries.set(id, { at, value });
+    this.entries.set(id, { at, value, used: false });
+    // Each turn drops the oldest entry or unmarks it: within two rounds of the map one is dropped.
     while (this.entries.size > this.options.maxEntries) {
-      const oldest = this.entries.keys().next();
+      const oldest = this.entries.entries().next();
       if (oldest.done) break;
-      this.entries.delete(oldest.value);
+      const [oldestId, entry] = oldest.value;
+      this.entries.delete(oldestId);
+      // A second chance, at the newest end: one used since it was last passed over, and the entry
+      // just stored (when every other was used lately, it comes round before one of them goes).
+      if (entry.used || oldestId === id) {
+        entry.used = false;
+        this.entries.set(oldestId, entry);
+      }
     }
   }
 }
