@@ -18,13 +18,14 @@
 // sampling its RSS and event-loop delay.
 //
 // Options: bench/README.md, or the table `options` below.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK, serversCpuUs } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
+import { addPerfSamples, comparePerf, findPerf, noPerfSamples, perfReport, recordPerf } from './lib/perf.mjs';
 import { fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
 import { CLI, PORTKEY, benchDir, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
@@ -43,6 +44,7 @@ const options = {
   json: { type: 'string' },
   markdown: { type: 'boolean', default: false },
   profile: { type: 'string' },
+  perf: { type: 'string' },
   pin: { type: 'string', default: 'auto' },
   'window-ms': { type: 'string' },
   baseline: { type: 'string' },
@@ -146,8 +148,12 @@ const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 /** The postgres-redis deployment's servers, by process name, whose CPU is measured beside Tollgate's. */
 const SERVERS = ['postgres', 'redis-server'];
 
-async function measure(target, mode) {
+async function measure(target, mode, perfDir) {
   await pause(SETTLE_MS); // let deferred work of what ran before (charges, GC) finish outside the window
+  // --perf: this turn of the process recorded, from before its load to after its deferred work.
+  const perfFile =
+    perfDir && target.perf ? path.join(perfDir, `${mode}-${target.id.replaceAll(':', '-')}-round${(target.perfFiles ??= []).length + 1}.data`) : undefined;
+  const recording = perfFile && (await recordPerf(target.child.pid, perfFile));
   const from = process.hrtime.bigint() / 1000n; // µs on the clock a .cpuprofile's sample times are on
   const servers = target.deployment === 'postgres-redis' ? SERVERS : undefined;
   const serversBefore = servers && serversCpuUs(servers);
@@ -155,6 +161,10 @@ async function measure(target, mode) {
   const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS, CONCURRENCY);
   await pause(SETTLE_MS); // deferred work of the measured requests (group-committed charges) counts
   const after = await target.cpu();
+  if (recording) {
+    await recording.stop();
+    target.perfFiles.push(perfFile);
+  }
   // What PostgreSQL's and Redis's processes spent meanwhile (the machine's other work is theirs too: run nothing else).
   const serversUs = servers && Object.fromEntries(Object.entries(serversCpuUs(servers)).map(([k, v]) => [k, v - serversBefore[k]]));
   (target.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: REQUESTS });
@@ -189,7 +199,8 @@ function summarize(runs) {
 /** Every proxy of one mode, started fresh (own ledgers, empty hold stores), in parallel. */
 async function startTargets(mode, ctx) {
   const common = { upstreamUrl: ctx.upstreamUrl, tmp: ctx.tmp, cpus: PIN?.proxy, loadPool: LOAD_POOL };
-  const jobs = [['bare', () => startBare({ ...common, profileDir: ctx.profileDir, tag: mode })]];
+  const perf = Boolean(ctx.perfDir);
+  const jobs = [['bare', () => startBare({ ...common, profileDir: ctx.profileDir, tag: mode, perf })]];
   if (ctx.nginx) jobs.push(['nginx', () => startNginx({ ...common, binary: ctx.nginx })]);
   if (ctx.portkey) jobs.push(['portkey', () => startPortkey(common)]);
   for (const deployment of ctx.deployments) {
@@ -205,7 +216,7 @@ async function startTargets(mode, ctx) {
             store = await sharedStores(stores, `${mode}_${free ? 'free' : 'paid'}${baseline ? '_baseline' : ''}`);
             onStopAll(store.drop);
           }
-          return startTollgate({ ...common, deployment, free, baseline, store, windowMs: WINDOW_MS, profileDir: ctx.profileDir, tag: mode });
+          return startTollgate({ ...common, deployment, free, baseline, store, windowMs: WINDOW_MS, profileDir: ctx.profileDir, tag: mode, perf });
         },
       ]);
     }
@@ -323,7 +334,15 @@ async function main() {
     notes.push(text);
     process.stdout.write(`note: ${text}\n`);
   };
-  const ctx = { tmp, note, profileDir: opt.profile ? path.resolve(opt.profile) : undefined };
+  const ctx = { tmp, note, profileDir: opt.profile ? path.resolve(opt.profile) : undefined, perfDir: opt.perf ? path.resolve(opt.perf) : undefined };
+  if (ctx.perfDir) {
+    const perf = findPerf();
+    if (!perf.ok) {
+      process.stderr.write(`bench: ${perf.message}\n`);
+      process.exit(2);
+    }
+    mkdirSync(ctx.perfDir, { recursive: true });
+  }
   if (PROXIES.has('nginx')) {
     ctx.nginx = findNginx(opt.nginx);
     if (!ctx.nginx) note(`nginx is not installed${opt.nginx ? ` at ${opt.nginx}` : ''}, so its rows are skipped (Debian: apt-get install nginx-light)`);
@@ -347,6 +366,7 @@ async function main() {
   const latency = [];
   const ledger = [];
   const profiles = [];
+  const perfRuns = [];
   try {
     const { match: up } = await startChild('fake upstream', process.execPath, [path.join(benchDir, 'fake-upstream.mjs')], {
       ready: /listening (\d+)/,
@@ -364,6 +384,9 @@ async function main() {
         `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 40/day, settlement window ` +
         `${WINDOW_MS ?? 60000} ms; paid model, and a :free model with the free-model limits counted; deployments: ${ctx.deployments.join(', ') || 'none'}\n` +
         (opt.profile ? 'NOTE: --profile is on: Tollgate and the bare proxy run under the CPU profiler, their numbers are inflated.\n' : '') +
+        (opt.perf
+          ? 'NOTE: --perf is on: the measured turns of Tollgate and the bare proxy are recorded by perf (4,000 samples a second with stacks), which costs them a little.\n'
+          : '') +
         '\n',
     );
 
@@ -376,7 +399,7 @@ async function main() {
         for (let round = 0; round < ROUNDS; round++) {
           // Alternate the order between rounds, so drift does not favour one side.
           const order = round % 2 === 0 ? targets : [...targets].reverse();
-          for (const t of order) runs.get(t).push(await measure(t, mode));
+          for (const t of order) runs.get(t).push(await measure(t, mode, ctx.perfDir));
         }
         const bare = targets.find((t) => t.id === 'bare');
         const bareRuns = runs.get(bare);
@@ -452,6 +475,8 @@ async function main() {
       } finally {
         await Promise.all(targets.map(closeTarget));
         for (const t of targets) if (t.profile) profiles.push({ mode, label: t.label, bare: t.id === 'bare', file: t.profile, windows: t.windows ?? [] });
+        for (const t of targets)
+          if (t.perfFiles?.length) perfRuns.push({ mode, label: t.label, bare: t.id === 'bare', files: t.perfFiles, requests: t.perfFiles.length * REQUESTS });
       }
     }
 
@@ -501,6 +526,17 @@ async function main() {
     await stopAll();
   }
   process.stdout.write(profileReport(profiles, root));
+  await printPerf(perfRuns);
+}
+
+/** --perf: each recorded process's CPU by area and function, and each Tollgate's against the bare proxy of its mode. */
+async function printPerf(runs) {
+  for (const r of runs) r.totals = await addPerfSamples(noPerfSamples(), r.files, root);
+  for (const r of runs) {
+    process.stdout.write(`\n[${r.mode}] ${perfReport(r.label, r.totals, r.requests)}`);
+    const bare = runs.find((b) => b.bare && b.mode === r.mode);
+    if (!r.bare && bare) process.stdout.write(`[${r.mode} ${r.label} against bare] ${comparePerf(bare, r)}`);
+  }
 }
 
 main().catch(async (err) => {

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +46,16 @@ function tableRows(out: string, first: string): string[][] {
 }
 
 const figure = (cell: string | undefined) => Number((cell ?? '').replace(/[,×]/g, ''));
+
+/** Whether Linux perf is installed and may record here (bench --perf): a recording of `true`. */
+function perfRecords(): boolean {
+  const out = join(tmpdir(), `tollgate-perf-probe-${process.pid}.data`);
+  const r = spawnSync('perf', ['record', '-q', '-e', 'cpu-clock', '-o', out, '--', 'true'], { stdio: 'ignore' });
+  rmSync(out, { force: true });
+  return r.status === 0;
+}
+const perf = perfRecords();
+if (!perf) console.warn('bench smoke: the --perf test is skipped: it needs Linux perf, allowed to record (Debian: apt-get install linux-perf)');
 
 // The two runs are independent child processes: run them side by side.
 describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers)', () => {
@@ -139,6 +149,35 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     expect(profile.head.callFrame).toBeDefined();
     expect(out).toMatch(/ledger check \(tollgate sqlite\): \d+ requests, .* OK/);
   }, 60_000);
+
+  it.runIf(perf)(
+    '--perf: records each measured turn with perf and tells where the CPU went, by area, Tollgate against the bare proxy',
+    async () => {
+      const perfDir = join(dir, 'perf');
+      const { code, out } = await runBench(
+        [
+          ...['--proxies', 'tollgate', '--deployments', 'sqlite', '--modes', 'json', '--requests', '200', '--warmup', '50', '--rounds', '1'],
+          ...['--latency-s', '0', '--settle-ms', '10', '--pin', 'off', '--deadline-s', '90', '--perf', perfDir],
+        ],
+        120_000,
+      );
+      expect(code, out).toBe(0);
+      for (const label of ['bare', 'tollgate sqlite']) {
+        const m = new RegExp(`\\[json\\] \\[${label}\\] perf: ([\\d.,]+) µs of CPU a request`).exec(out);
+        expect(m && figure(m[1]) > 0, out).toBe(true);
+      }
+      // Tollgate's own code is among the areas, and the comparison with the bare proxy is printed.
+      const rows = tableRows(out, '[json tollgate sqlite against bare]').slice(1);
+      expect(
+        rows.some((r) => r[3]?.startsWith('tollgate dist/')),
+        out,
+      ).toBe(true);
+      for (const [bare, tollgate] of rows) expect(figure(bare) >= 0 && figure(tollgate) >= 0, out).toBe(true);
+      expect(readdirSync(perfDir).sort()).toEqual(['json-bare-round1.data', 'json-tollgate-sqlite-round1.data']);
+      expect(out).toMatch(/ledger check \(json, tollgate sqlite\): \d+ requests, .* OK/);
+    },
+    120_000,
+  );
 
   it('soak mode: samples RSS and event-loop delay of concurrent slow streams and passes its ledger check', async () => {
     const json = join(dir, 'soak.json');

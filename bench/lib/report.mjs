@@ -45,10 +45,14 @@ function shortUrl(url, root) {
   const p = url.replace(/^file:\/\//, '');
   const nm = p.lastIndexOf('/node_modules/');
   if (nm >= 0) return p.slice(nm + '/node_modules/'.length);
-  return p.startsWith(root) ? p.slice(root.length + 1) : p;
+  if (p.startsWith(root)) return p.slice(root.length + 1);
+  // Another checkout's build (a --baseline): its dist/ as this one's.
+  const dist = p.lastIndexOf('/dist/');
+  return dist >= 0 ? p.slice(dist + 1) : p;
 }
 
-function area(url, root) {
+/** The area a script's URL belongs to: a folder of Tollgate's dist/, an npm package, a module of Node's core. */
+export function areaOfUrl(url, root) {
   const u = shortUrl(url, root);
   if (!u) return '(native / VM)';
   if (u.startsWith('node:')) {
@@ -95,7 +99,7 @@ function selfTimes(file, root, windows) {
 function add(byFn, byArea, cf, amount, root) {
   const k = `${cf.functionName || '(anonymous)'}  ${shortUrl(cf.url, root)}${cf.url ? `:${cf.lineNumber + 1}` : ''}`;
   byFn.set(k, (byFn.get(k) ?? 0) + amount);
-  const a = cf.url ? area(cf.url, root) : cf.functionName;
+  const a = cf.url ? areaOfUrl(cf.url, root) : cf.functionName;
   byArea.set(a, (byArea.get(a) ?? 0) + amount);
 }
 

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { probe, startChild } from './children.mjs';
 import { procStatCpuUs, treeCpuUs } from './cpu.mjs';
+import { PERF_NODE_FLAGS } from './perf.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const benchDir = path.resolve(here, '..');
@@ -66,15 +67,15 @@ function describe(t, loadPool) {
   };
 }
 
-export async function startBare({ upstreamUrl, cpus, loadPool, profileDir, tag }) {
+export async function startBare({ upstreamUrl, cpus, loadPool, profileDir, tag, perf = false }) {
   const { profile, profArgs } = profilerArgs(profileDir, `bare-${tag ?? 'run'}`);
   const { child, match } = await startChild(
     'bare proxy',
     process.execPath,
-    [...profArgs, ...PROBE, path.join(benchDir, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
+    [...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, path.join(benchDir, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
     { ready: /listening (\d+)/, ipc: true, cpus, cwd: root },
   );
-  return describe({ id: 'bare', label: 'bare', child, base: `http://127.0.0.1:${match[1]}`, profile, cpu: () => nodeCpu(child) }, loadPool);
+  return describe({ id: 'bare', label: 'bare', child, base: `http://127.0.0.1:${match[1]}`, profile, perf, cpu: () => nodeCpu(child) }, loadPool);
 }
 
 /** `node --cpu-prof` arguments writing one profile named after `stem` into `profileDir` (none without a dir). */
@@ -271,6 +272,7 @@ export async function startTollgate({
   profileDir,
   tag,
   baseline,
+  perf = false,
 }) {
   const dir = mkdtempSync(path.join(tmp, `tollgate-${deployment}-${free ? 'free-' : ''}${baseline ? 'baseline-' : ''}`));
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
@@ -280,12 +282,17 @@ export async function startTollgate({
   const { profile, profArgs } = profilerArgs(profileDir, `tollgate-${deployment}${free ? '-free' : ''}${baseline ? '-baseline' : ''}-${tag ?? 'run'}`);
   const label = `tollgate ${deployment}${free ? ', free' : ''}${baseline ? ', baseline' : ''}`;
   const cli = baseline ? path.join(baseline, 'dist', 'cli.js') : CLI;
-  const { child, match } = await startChild(label, process.execPath, [...profArgs, ...PROBE, cli, 'serve', '--config', configFile], {
-    ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
-    ipc: true,
-    cpus,
-    cwd: baseline ?? root,
-  });
+  const { child, match } = await startChild(
+    label,
+    process.execPath,
+    [...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, cli, 'serve', '--config', configFile],
+    {
+      ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+      ipc: true,
+      cpus,
+      cwd: baseline ?? root,
+    },
+  );
   const base = match[1];
   const { key } = await setupAccount(base, adminToken);
   const auth = { authorization: `Bearer ${key}` };
@@ -300,6 +307,7 @@ export async function startTollgate({
       child,
       base,
       profile,
+      perf,
       path: '/api/v1/chat/completions',
       headers: { 'content-type': 'application/json', ...auth },
       model: free ? 'bench/paid:free' : 'bench/paid',

@@ -1,0 +1,140 @@
+// Linux `perf` for the bench's --perf: records a process's CPU over a measured turn (cpu-clock samples
+// with call stacks, every thread) and tells where it went, by area and by function, in µs a request.
+// Unlike V8's --cpu-prof it neither inflates JavaScript nor hides what runs beneath it: the kernel's
+// socket and file work, V8's garbage collector and compiler threads, SQLite's C code, malloc. Node
+// processes run with --perf-basic-prof-only-functions, so that perf can name JIT-compiled functions.
+import { execFileSync, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { areaOfUrl, fmt } from './report.mjs';
+
+/** Samples a second a thread (cpu-clock): each sample stands for 1e6 / FREQUENCY µs of CPU. */
+const FREQUENCY = 4000;
+const SAMPLE_US = 1e6 / FREQUENCY;
+
+/** The node flag that makes V8 write /tmp/perf-PID.map, naming its JIT code for perf. */
+export const PERF_NODE_FLAGS = ['--perf-basic-prof-only-functions'];
+
+/** The perf binary, or a message saying what is missing. */
+export function findPerf() {
+  try {
+    execFileSync('perf', ['--version'], { stdio: 'ignore' });
+    return { ok: true };
+  } catch {
+    return { ok: false, message: '--perf needs Linux perf on PATH (Debian: apt-get install linux-perf)' };
+  }
+}
+
+/** Starts recording process `pid` (every thread) into `file`; `stop()` ends the recording once perf wrote it. */
+export async function recordPerf(pid, file) {
+  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(FREQUENCY), '-g', '-p', String(pid), '-o', file], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  perf.stderr.on('data', (d) => (err += d));
+  const exited = new Promise((resolve) => perf.on('exit', (code, signal) => resolve({ code, signal })));
+  // perf attaches within a few ms; give it time before the load starts.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return {
+    async stop() {
+      perf.kill('SIGINT');
+      const { code } = await exited;
+      if (code !== 0 && code !== null && !/Woken up/.test(err)) throw new Error(`perf record of ${pid} failed (${code}): ${err.trim()}`);
+    },
+  };
+}
+
+const GC = /Scaveng|Marking|MarkCompact|Sweep|Heap::|Evacuat|MinorGC/;
+const COMPILER = /compiler::|OptimizingCompileDispatcher|Compile(Lazy|Task|Batch)|Maglev|baseline::/;
+
+/**
+ * The area a sample's CPU goes to: that of the nearest JavaScript frame on its stack (what the code
+ * ran, builtins and runtime calls included), else what the stack shows (the collector, the compiler,
+ * or native work with no JavaScript under way: the event loop's polling, a thread of libuv's).
+ */
+function classify(stack, root) {
+  for (const frame of stack) {
+    if (!frame.startsWith('JS:')) continue;
+    const at = frame.lastIndexOf(' ');
+    const location = at > 0 ? frame.slice(at + 1).replace(/\+0x[0-9a-f]+$/, '') : '';
+    const url = location.replace(/:\d+:\d+$/, '');
+    const name = frame.slice(4, at > 0 ? at : undefined).trim() || '(anonymous)';
+    return {
+      area: url ? areaOfUrl(url, root) : 'JavaScript (unnamed)',
+      fn: `${name}  ${url ? location.replace(/^file:\/\//, '').replace(`${root}/`, '') : ''}`,
+    };
+  }
+  const all = stack.join(' ');
+  if (GC.test(all)) return { area: 'V8 garbage collector', fn: 'V8 garbage collector' };
+  if (COMPILER.test(all)) return { area: 'V8 JIT compiler', fn: 'V8 JIT compiler' };
+  return { area: 'native, no JavaScript on the stack', fn: 'native, no JavaScript on the stack' };
+}
+
+/** Reads `perf script` of each file and adds its samples to `totals` ({ byArea, byFn, samples }). */
+export async function addPerfSamples(totals, files, root) {
+  for (const file of files) {
+    const script = spawn('perf', ['script', '-i', file], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const lines = createInterface({ input: script.stdout, crlfDelay: Infinity });
+    let stack = [];
+    const flush = () => {
+      if (stack.length === 0) return;
+      const { area, fn } = classify(stack, root);
+      totals.byArea.set(area, (totals.byArea.get(area) ?? 0) + 1);
+      totals.byFn.set(fn, (totals.byFn.get(fn) ?? 0) + 1);
+      totals.samples += 1;
+      stack = [];
+    };
+    for await (const line of lines) {
+      if (line.trim() === '') flush();
+      else if (line[0] === '\t' || line[0] === ' ') {
+        // "\t    7f12ab34 SYMBOL (DSO)": the symbol, without its address and its object file.
+        const text = line.trim();
+        const sp = text.indexOf(' ');
+        const sym = sp < 0 ? text : text.slice(sp + 1);
+        const dso = sym.lastIndexOf(' (');
+        stack.push(dso > 0 ? sym.slice(0, dso) : sym);
+      }
+    }
+    flush();
+    await new Promise((resolve) => (script.exitCode === null ? script.on('exit', resolve) : resolve()));
+  }
+  return totals;
+}
+
+export const noPerfSamples = () => ({ byArea: new Map(), byFn: new Map(), samples: 0 });
+
+/** µs a request of `count` samples over `requests` requests. */
+const perRequest = (count, requests) => (count * SAMPLE_US) / requests;
+
+/** One process's perf report: µs a request in all, by area and by function (the most first). */
+export function perfReport(label, totals, requests, top = 20) {
+  const us = (n) => fmt(perRequest(n, requests), 1).padStart(7);
+  const list = (m, n) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, c]) => `  ${us(c)}  ${k}`)
+      .join('\n');
+  return (
+    `[${label}] perf: ${us(totals.samples).trim()} µs of CPU a request (${fmt(requests)} requests, every thread)\n` +
+    `by area (each sample to the nearest JavaScript frame on its stack, with the builtins and runtime it called):\n${list(totals.byArea, 18)}\n` +
+    `top ${top} functions:\n${list(totals.byFn, top)}\n`
+  );
+}
+
+/** A Tollgate's perf areas against the bare proxy's, µs a request, the areas that differ most first. */
+export function comparePerf(bare, tollgate, top = 22) {
+  const rows = [...new Set([...bare.totals.byArea.keys(), ...tollgate.totals.byArea.keys()])]
+    .map((k) => [k, perRequest(bare.totals.byArea.get(k) ?? 0, bare.requests), perRequest(tollgate.totals.byArea.get(k) ?? 0, tollgate.requests)])
+    .sort((x, y) => y[2] - y[1] - (x[2] - x[1]));
+  const line = (k, x, y) => `  ${fmt(x, 1).padStart(7)}  ${fmt(y, 1).padStart(8)}  ${fmt(y - x, 1).padStart(7)}  ${k}`;
+  return (
+    `perf, µs a request by area (bare ${fmt(bare.requests)}, tollgate ${fmt(tollgate.requests)} requests):\n` +
+    `     bare  tollgate     more  area\n` +
+    `${line('all', perRequest(bare.totals.samples, bare.requests), perRequest(tollgate.totals.samples, tollgate.requests))}\n` +
+    rows
+      .slice(0, top)
+      .map(([k, x, y]) => line(k, x, y))
+      .join('\n') +
+    '\n'
+  );
+}
