@@ -21,6 +21,12 @@ export const root = path.resolve(benchDir, '..');
 export const CLI = path.join(root, 'dist', 'cli.js');
 export const PORTKEY = path.join(root, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
 const PROBE = ['--import', new URL('../cpu-probe.mjs', import.meta.url).href];
+/**
+ * Every Node proxy measured runs as `npm start` runs Tollgate: V8's worker pool (the garbage
+ * collector's and the compiler's threads) sized to the CPUs the process may use, one when pinned,
+ * instead of four threads taking turns on that one CPU with the requests (bench/README.md, tenth session).
+ */
+const NODE_FLAGS = ['--v8-pool-size=0'];
 
 /** Upstream keep-alive connections of every proxy (Tollgate's default). */
 export const PROXY_CONNECTIONS = 128;
@@ -72,7 +78,7 @@ export async function startBare({ upstreamUrl, cpus, loadPool, profileDir, tag, 
   const { child, match } = await startChild(
     'bare proxy',
     process.execPath,
-    [...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, path.join(benchDir, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
+    [...NODE_FLAGS, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, path.join(benchDir, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
     { ready: /listening (\d+)/, ipc: true, cpus, cwd: root },
   );
   return describe({ id: 'bare', label: 'bare', child, base: `http://127.0.0.1:${match[1]}`, profile, perf, cpu: () => nodeCpu(child) }, loadPool);
@@ -172,7 +178,7 @@ export async function startPortkey({ upstreamUrl, cpus, loadPool }) {
   const { child } = await startChild(
     'portkey',
     process.execPath,
-    ['--import', new URL('../loopback-only.mjs', import.meta.url).href, ...PROBE, PORTKEY, `--port=${port}`, '--headless'],
+    [...NODE_FLAGS, '--import', new URL('../loopback-only.mjs', import.meta.url).href, ...PROBE, PORTKEY, `--port=${port}`, '--headless'],
     { ready: /Ready for connections/, ipc: true, cpus, env, cwd: root },
   );
   return describe(
@@ -285,7 +291,7 @@ export async function startTollgate({
   const { child, match } = await startChild(
     label,
     process.execPath,
-    [...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, cli, 'serve', '--config', configFile],
+    [...NODE_FLAGS, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, cli, 'serve', '--config', configFile],
     {
       ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
       ipc: true,
