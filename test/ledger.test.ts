@@ -125,6 +125,31 @@ for (const target of databaseTargets) {
     const newKeyOn = (l: KyselyLedger, accountId: string, hash: string) =>
       l.createKey({ hash, accountId, name: 'k', label: 'l', limit: null, limitReset: null, includeByokInLimit: false, expiresAt: null, createdAt: T0 });
 
+    /**
+     * Two handles on one fresh SQLite file, as two processes have: `first`, whose ledger (`stopped`, with
+     * an account and the key `hash`) stops, and `next`, the next start. The file goes afterwards.
+     */
+    const onOneFile = async (
+      hash: string,
+      run: (s: { first: Kysely<Database>; next: Kysely<Database>; stopped: KyselyLedger; accountId: string }) => Promise<void>,
+    ) => {
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-journal-'));
+      const file = `sqlite:${join(dir, 'ledger.db')}`;
+      const first = openDatabase(file);
+      const next = openDatabase(file);
+      try {
+        await migrateToLatest(first);
+        const stopped = new KyselyLedger(first, { retryDelayMs: 60_000 });
+        const a = await stopped.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
+        await newKeyOn(stopped, a.id, hash);
+        await run({ first, next, stopped, accountId: a.id });
+      } finally {
+        await first.destroy().catch(() => undefined);
+        await next.destroy();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
+
     // The database refusing every charge: the generations table gone and, on SQLite, the charge journal
     // too (with it alone gone, charges would still be made durable, in the journal).
     const failing = target.name === 'sqlite' ? ['generations', 'charge_journal'] : ['generations'];
@@ -637,16 +662,9 @@ for (const target of databaseTargets) {
     it.runIf(target.name === 'sqlite')(
       'issue 9: a process stopped with charges journaled loses none: the next start applies each once, every field exact, and the stopped one applying them too changes nothing',
       async () => {
-        const dir = mkdtempSync(join(tmpdir(), 'tollgate-journal-'));
-        const file = `sqlite:${join(dir, 'ledger.db')}`;
-        const first = openDatabase(file);
-        const next = openDatabase(file);
-        try {
-          await migrateToLatest(first);
-          const stopped = new KyselyLedger(first, { retryDelayMs: 60_000 });
-          const a = await stopped.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
-          const hash = 'h-recover';
-          await newKeyOn(stopped, a.id, hash);
+        const hash = 'h-recover';
+        await onOneFile(hash, async ({ first, next, stopped, accountId }) => {
+          const a = { id: accountId };
           const huge = 2n ** 62n + 7n;
           const odd = charge(a.id, hash, huge, T0, {
             model: 'we"ird\\model,{x}',
@@ -673,27 +691,16 @@ for (const target of databaseTargets) {
           await new KyselyLedger(next).recoverJournal();
           await running.flush();
           expect((await started.getAccount(a.id))?.totalUsage).toBe(huge + 8n);
-        } finally {
-          await first.destroy().catch(() => undefined);
-          await next.destroy();
-          rmSync(dir, { recursive: true, force: true });
-        }
+        });
       },
     );
 
     it.runIf(target.name === 'sqlite')(
       'issue 9: a group commit is one journal entry; it stays until the last of its charges is in the tables, and a start after a stop part-way applies the rest, each once',
       async () => {
-        const dir = mkdtempSync(join(tmpdir(), 'tollgate-entries-'));
-        const file = `sqlite:${join(dir, 'ledger.db')}`;
-        const first = openDatabase(file);
-        const next = openDatabase(file);
-        try {
-          await migrateToLatest(first);
-          const stopped = new KyselyLedger(first, { retryDelayMs: 60_000 });
-          const a = await stopped.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
-          const hash = 'h-entries';
-          await newKeyOn(stopped, a.id, hash);
+        const hash = 'h-entries';
+        await onOneFile(hash, async ({ first, next, stopped, accountId }) => {
+          const a = { id: accountId };
           // The tables take 64 generations (one application's batch), then refuse.
           await sql`CREATE TRIGGER refuse_after_64 BEFORE INSERT ON generations WHEN (SELECT count(*) FROM generations) >= 64
             BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(first);
@@ -722,11 +729,7 @@ for (const target of databaseTargets) {
           expect(Number(row?.seq)).toBeGreaterThan(Number(entries[0]?.seq));
           await sql`DROP TRIGGER refuse_all`.execute(next);
           await later.flush();
-        } finally {
-          await first.destroy().catch(() => undefined);
-          await next.destroy();
-          rmSync(dir, { recursive: true, force: true });
-        }
+        });
       },
     );
 
