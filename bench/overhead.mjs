@@ -23,7 +23,7 @@ import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
-import { CLK_TCK, serversCpuUs } from './lib/cpu.mjs';
+import { CLK_TCK, serversCpuReading, serversCpuSpent } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { addPerfSamples, comparePerf, findPerf, noPerfSamples, perfReport, recordPerf } from './lib/perf.mjs';
 import { fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
@@ -156,7 +156,7 @@ async function measure(target, mode, perfDir) {
   const recording = perfFile && (await recordPerf(target.child.pid, perfFile));
   const from = process.hrtime.bigint() / 1000n; // µs on the clock a .cpuprofile's sample times are on
   const servers = target.deployment === 'postgres-redis' ? SERVERS : undefined;
-  const serversBefore = servers && serversCpuUs(servers);
+  const serversBefore = servers && serversCpuReading(servers);
   const before = await target.cpu();
   const { elapsedMs, latencies } = await runLoad(target, mode, REQUESTS, CONCURRENCY);
   await pause(SETTLE_MS); // deferred work of the measured requests (group-committed charges) counts
@@ -166,7 +166,7 @@ async function measure(target, mode, perfDir) {
     target.perfFiles.push(perfFile);
   }
   // What PostgreSQL's and Redis's processes spent meanwhile (the machine's other work is theirs too: run nothing else).
-  const serversUs = servers && Object.fromEntries(Object.entries(serversCpuUs(servers)).map(([k, v]) => [k, v - serversBefore[k]]));
+  const serversUs = servers && serversCpuSpent(serversBefore, serversCpuReading(servers));
   (target.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: REQUESTS });
   // System time (the kernel's share: sockets, pwrite) where the probe tells it apart (Node proxies).
   const sysUs = after.sysUs === undefined ? undefined : after.sysUs - before.sysUs;

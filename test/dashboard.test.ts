@@ -285,7 +285,10 @@ describe.skipIf(!hasChromium)("issue 11: the dashboard in headless Chromium (nee
     await page.locator('input[name=amount]').fill('-0.5');
     await page.locator('select[name=kind]').selectOption('adjustment');
     await page.getByRole('button', { name: 'Add credits' }).click();
-    const account = (await api(`/api/v1/admin/accounts/${id}`, ADMIN_TOKEN)).body.data;
+    // The click only sends the adjustment: the API has it once the request is through.
+    const accountNow = async () => (await api(`/api/v1/admin/accounts/${id}`, ADMIN_TOKEN)).body.data;
+    await expect.poll(async () => (await accountNow()).balance).toBe(24.5);
+    const account = await accountNow();
     expect(account).toMatchObject({ balance: 24.5, total_purchased: 25 });
     await expect.poll(() => text('account-balance')).toBe(credits(account.balance));
     expect(await text('account-purchased')).toBe(credits(account.total_purchased));

@@ -79,12 +79,12 @@ export function treeCpuUs(pid) {
 
 /**
  * CPU time (µs, from each thread's schedstat: ns resolution) of every process on this machine whose
- * command name is one of `names` (`postgres`, `redis-server`), summed by name: what the
- * postgres-redis deployment's servers spend, which Tollgate's own CPU leaves out. A process that
- * exits between two readings takes its time with it; empty where /proc is not there.
+ * command name is one of `names` (`postgres`, `redis-server`), by name and process id: what the
+ * postgres-redis deployment's servers spend, which Tollgate's own CPU leaves out (serversCpuSpent
+ * takes two readings apart). Empty where /proc is not there.
  */
-export function serversCpuUs(names) {
-  const out = Object.fromEntries(names.map((n) => [n, 0]));
+export function serversCpuReading(names) {
+  const out = Object.fromEntries(names.map((n) => [n, new Map()]));
   let pids;
   try {
     pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
@@ -95,10 +95,27 @@ export function serversCpuUs(names) {
     try {
       const name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
       if (!(name in out)) continue;
-      for (const tid of readdirSync(`/proc/${pid}/task`)) out[name] += schedstatCpuUs(`${pid}/task/${tid}`) ?? 0;
+      let us = 0;
+      for (const tid of readdirSync(`/proc/${pid}/task`)) us += schedstatCpuUs(`${pid}/task/${tid}`) ?? 0;
+      out[name].set(pid, us);
     } catch {
       // gone meanwhile
     }
+  }
+  return out;
+}
+
+/**
+ * What the servers spent between two readings, µs by name: each process of `after` from its reading in
+ * `before`, or from its start when it started since (a connection's new backend). One that exited
+ * meanwhile took its time with it and counts nothing, never less than nothing (another server on the
+ * machine stopping must not make the figure negative).
+ */
+export function serversCpuSpent(before, after) {
+  const out = {};
+  for (const [name, procs] of Object.entries(after)) {
+    out[name] = 0;
+    for (const [pid, us] of procs) out[name] += Math.max(0, us - (before[name]?.get(pid) ?? 0));
   }
   return out;
 }
