@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
 import type { LedgerUpdate } from '../src/ledger/ledger.js';
-import { migrateToLatest } from '../src/ledger/migrations.js';
+import { migrateToLatest, migrations } from '../src/ledger/migrations.js';
 import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
 import { sqliteChargeJournal } from '../src/ledger/sqlite-charge-journal.js';
 import { sqliteCommitWriter } from '../src/ledger/sqlite-commit-writer.js';
@@ -132,6 +132,7 @@ for (const target of databaseTargets) {
     const onOneFile = async (
       hash: string,
       run: (s: { first: Kysely<Database>; next: Kysely<Database>; stopped: KyselyLedger; accountId: string }) => Promise<void>,
+      options: ConstructorParameters<typeof KyselyLedger>[1] = {},
     ) => {
       const dir = mkdtempSync(join(tmpdir(), 'tollgate-journal-'));
       const file = `sqlite:${join(dir, 'ledger.db')}`;
@@ -139,7 +140,7 @@ for (const target of databaseTargets) {
       const next = openDatabase(file);
       try {
         await migrateToLatest(first);
-        const stopped = new KyselyLedger(first, { retryDelayMs: 60_000 });
+        const stopped = new KyselyLedger(first, { retryDelayMs: 60_000, ...options });
         const a = await stopped.createAccount({ name: 'a', type: 'prepaid', createdAt: T0, freeModelLimitsExempt: false });
         await newKeyOn(stopped, a.id, hash);
         await run({ first, next, stopped, accountId: a.id });
@@ -704,11 +705,11 @@ for (const target of databaseTargets) {
           // The tables take 64 generations (one application's batch), then refuse.
           await sql`CREATE TRIGGER refuse_after_64 BEFORE INSERT ON generations WHEN (SELECT count(*) FROM generations) >= 64
             BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(first);
-          const charges = Array.from({ length: 100 }, (_, i) => charge(a.id, hash, BigInt(i + 1)));
+          const charges = Array.from({ length: 65 }, (_, i) => charge(a.id, hash, BigInt(i + 1)));
           await Promise.all(charges.map((c) => stopped.charge(c))); // one group commit: durable, one entry
           const entries = await first.selectFrom('charge_journal').select('seq').execute();
           expect(entries.length).toBe(1);
-          await stopped.flush().catch(() => undefined); // the first 64 go in; the rest are refused
+          await stopped.flush().catch(() => undefined); // the first 64 go in; the last is refused
           const applied = await first.selectFrom('generations').select('id').execute();
           expect(applied.length).toBe(64);
           // The entry stays whole while any of its charges is not in the tables.
@@ -716,7 +717,7 @@ for (const target of databaseTargets) {
           await first.destroy(); // the process stops part-way
           await sql`DROP TRIGGER refuse_after_64`.execute(next);
           const started = new KyselyLedger(next);
-          expect(await started.recoverJournal()).toBe(100);
+          expect(await started.recoverJournal()).toBe(65);
           const sum = charges.reduce((t, c) => t + c.totalCost, 0n);
           expect((await started.getAccount(a.id))?.totalUsage).toBe(sum); // the 64 not charged twice
           expect((await started.keyUsage(hash, T0)).all.usage).toBe(sum);
@@ -729,6 +730,92 @@ for (const target of databaseTargets) {
           expect(Number(row?.seq)).toBeGreaterThan(Number(entries[0]?.seq));
           await sql`DROP TRIGGER refuse_all`.execute(next);
           await later.flush();
+        });
+      },
+    );
+
+    it.runIf(target.name === 'sqlite')(
+      'issue 9: a charge set aside keeps the rest of its journal entry, as long as the tables have not taken it, through a stop',
+      async () => {
+        const rejected: string[] = [];
+        const hash = 'h-aside';
+        await onOneFile(
+          hash,
+          async ({ first, next, stopped, accountId }) => {
+            const poison = charge(accountId, hash, 2n ** 64n); // cannot fit a BIGINT column: refused at each try
+            const good = Array.from({ length: 399 }, (_, i) => charge(accountId, hash, BigInt(i + 1)));
+            await Promise.all([poison, ...good].map((c) => stopped.charge(c))); // one entry of 400
+            // Each try applies 63 good charges beside the refused one; the fifth sets it aside. Then the
+            // tables refuse the rest for now (315 generations in).
+            await sql`CREATE TRIGGER refuse_after_315 BEFORE INSERT ON generations WHEN (SELECT count(*) FROM generations) >= 315
+              BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(first);
+            for (let i = 0; i < 10 && rejected.length === 0; i++) await stopped.flush().catch(() => undefined);
+            expect(rejected).toEqual([poison.id]);
+            const inTables = new Set((await first.selectFrom('generations').select('id').execute()).map((r) => r.id));
+            expect(inTables.size).toBe(315);
+            // The entry holds exactly the good charges not in the tables: not the one set aside, not those applied.
+            expect(new Set(await journaledIds(first))).toEqual(new Set(good.filter((c) => !inTables.has(c.id)).map((c) => c.id)));
+            await first.destroy(); // the process stops
+            await sql`DROP TRIGGER refuse_after_315`.execute(next);
+            const started = new KyselyLedger(next);
+            expect(await started.recoverJournal()).toBe(399 - 315);
+            const sum = good.reduce((t, c) => t + c.totalCost, 0n);
+            expect((await started.getAccount(accountId))?.totalUsage).toBe(sum);
+            expect(await started.getGeneration(poison.id)).toBeUndefined();
+            expect(await journaledIds(next)).toEqual([]);
+          },
+          { onChargeRejected: (_e, c) => rejected.push(c.id) },
+        );
+      },
+    );
+
+    it.runIf(target.name === 'sqlite')(
+      'issue 9: a commit that landed stays landed when the listener told of it throws: its entry keeps the charges the tables have not taken',
+      async () => {
+        let throws = 1;
+        const flushErrors: unknown[] = [];
+        const hash = 'h-listener';
+        await onOneFile(
+          hash,
+          async ({ first, next, stopped, accountId }) => {
+            await sql`CREATE TRIGGER refuse_after_64 BEFORE INSERT ON generations WHEN (SELECT count(*) FROM generations) >= 64
+              BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(first);
+            const charges = Array.from({ length: 100 }, (_, i) => charge(accountId, hash, BigInt(i + 1)));
+            await Promise.all(charges.map((c) => stopped.charge(c)));
+            await stopped.flush().catch(() => undefined); // 64 land (the listener throws then); 36 are refused
+            expect(flushErrors.some((e) => e instanceof Error && e.message === 'listener failed')).toBe(true);
+            expect(await journaledIds(first)).toEqual(charges.map((c) => c.id)); // the entry is whole
+            await first.destroy();
+            await sql`DROP TRIGGER refuse_after_64`.execute(next);
+            const started = new KyselyLedger(next);
+            expect(await started.recoverJournal()).toBe(100);
+            expect((await started.getAccount(accountId))?.totalUsage).toBe(charges.reduce((t, c) => t + c.totalCost, 0n));
+            expect(await journaledIds(next)).toEqual([]);
+          },
+          {
+            onCommitted: () => {
+              if (throws-- > 0) throw new Error('listener failed');
+            },
+            onFlushError: (err) => flushErrors.push(err),
+          },
+        );
+      },
+    );
+
+    it.runIf(target.name === 'sqlite')(
+      'issue 9: a start applies a leftover entry whose generation another leftover entry also holds: the rest of it too, each once',
+      async () => {
+        const hash = 'h-shared';
+        await onOneFile(hash, async ({ next, accountId }) => {
+          const x = charge(accountId, hash, 5n);
+          const y = charge(accountId, hash, 7n);
+          // Two stopped processes' entries (the same generation charged again after a lost answer, say).
+          await sqliteChargeJournal.append(next, [x]);
+          await sqliteChargeJournal.append(next, [x, y]);
+          const started = new KyselyLedger(next);
+          expect(await started.recoverJournal()).toBe(2);
+          expect((await started.getAccount(accountId))?.totalUsage).toBe(12n);
+          expect(await journaledIds(next)).toEqual([]);
         });
       },
     );
@@ -761,6 +848,9 @@ for (const target of databaseTargets) {
             await sql`INSERT INTO charge_journal (id, record) VALUES (${c.id}, ${record})`.execute(old);
           }
           await migrateToLatest(old);
+          // Run again (a stop after it and before the migrator recorded it): it sees it is done, and changes nothing.
+          await migrations['0009_charge_journal_entries']!.up(old as Kysely<unknown>);
+          expect(await journaledIds(old)).toEqual(cs.map((c) => c.id));
           const started = new KyselyLedger(old);
           expect(await started.recoverJournal()).toBe(2);
           expect((await started.getAccount(a.id))?.totalUsage).toBe(7n + 2n ** 62n);

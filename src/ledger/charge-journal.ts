@@ -4,19 +4,37 @@ import type { Database } from './schema.js';
 
 /**
  * One append to the journal (one group commit's charges, one row), as the process that holds it
- * tracks it: `left` of its charges are neither in the tables nor set aside yet. The commit that applies
- * the last of them drops the row, in the same transaction (CommitWriter's `journaled`).
+ * tracks it: which of its charges are neither in the tables nor set aside yet. The commit that applies
+ * the last of them drops the row, in the same transaction (CommitWriter's `journaled`). A charge is
+ * taken off once however often it is written again (a retry of a commit that landed moves nothing).
  */
 export class JournalEntry {
-  left: number;
+  private readonly outstanding: Set<Charge>;
 
   constructor(
     /** The row's sequence number (never reused: a row dropped by one process is never another's). */
     readonly seq: number,
-    /** What the row holds: its charges, less those set aside since. */
-    public charges: readonly Charge[],
+    /** The charges of the row this process applies (a start leaves out those it applies from another row). */
+    charges: readonly Charge[],
   ) {
-    this.left = charges.length;
+    this.outstanding = new Set(charges);
+  }
+
+  /** Whether the row would have nothing left once `charges` are in the tables. */
+  completedBy(charges: readonly Charge[]): boolean {
+    const written = new Set(charges);
+    for (const c of this.outstanding) if (!written.has(c)) return false;
+    return true;
+  }
+
+  /** `charges` are in the tables, or set aside: no longer outstanding. */
+  done(charges: readonly Charge[]): void {
+    for (const c of charges) this.outstanding.delete(c);
+  }
+
+  /** The charges still outstanding: what the row must keep. */
+  remaining(): Charge[] {
+    return [...this.outstanding];
   }
 }
 

@@ -165,6 +165,8 @@ export class KyselyLedger implements Ledger {
   private readonly pendingCharges = new Map<string, { charge: Charge; written: Promise<void>; recorded: Promise<void>; journaled: boolean }>();
   /** Charges journaled (durable) and not yet in the tables, oldest first (SQLite). */
   private unapplied: Queued[] = [];
+  /** The journal entries this ledger applies, by sequence number, until their rows are dropped. */
+  private readonly entries = new Map<number, JournalEntry>();
   private applying: Promise<void> | undefined;
   private applyTimer: NodeJS.Timeout | undefined;
   /** The last application failed: the next waits for its retry timer (reads do not hurry it). */
@@ -632,6 +634,7 @@ export class KyselyLedger implements Ledger {
       // the tables in bulk soon after (applyJournaled).
       const charges = batch.map((q) => q.charge);
       const entry = new JournalEntry(await this.journal.append(this.db, charges), charges);
+      this.entries.set(entry.seq, entry);
       this.options.onGroupCommit?.(batch.map((q) => q.charge.id));
       for (const q of batch) {
         const pending = this.pendingCharges.get(q.charge.id);
@@ -697,17 +700,18 @@ export class KyselyLedger implements Ledger {
         this.options.onChargeRejected?.(lastError, q.charge);
         this.unpend(q.charge);
         if (q.entry) {
-          q.entry.charges = q.entry.charges.filter((c) => c !== q.charge);
-          q.entry.left -= 1;
+          q.entry.done([q.charge]);
           setAside.add(q.entry);
         }
         done(q); // nothing more will be written for it; its holds may go
       }
     }
-    // Logged in full for replay by onChargeRejected: not to be applied again at the next start (its
-    // entry goes once nothing else of it waits for the tables).
+    // Logged in full for replay by onChargeRejected: not to be applied again at the next start. Its entry
+    // keeps what still waits for the tables, or goes when nothing does.
     for (const e of setAside) {
-      if (this.journal) await this.journal.discard(this.db, e.seq, e.left > 0 ? e.charges : []).catch((err: unknown) => this.options.onFlushError?.(err));
+      const keep = e.remaining();
+      if (keep.length === 0) this.entries.delete(e.seq);
+      if (this.journal) await this.journal.discard(this.db, e.seq, keep).catch((err: unknown) => this.options.onFlushError?.(err));
     }
     return retry;
   }
@@ -784,11 +788,15 @@ export class KyselyLedger implements Ledger {
     if (!this.journal) return 0;
     let count = 0;
     for (const { seq, charges } of await this.journal.leftover(this.db)) {
-      // An entry of this ledger's own (its charges pending here) is applied, and dropped, as it tracks it.
-      if (charges.some((c) => this.pendingCharges.has(c.id))) continue;
-      const entry = new JournalEntry(seq, charges);
-      for (const charge of charges) this.unapplied.push(this.pend(charge, entry).queued);
-      count += charges.length;
+      // An entry this ledger tracks already is applied, and dropped, as it tracks it.
+      if (this.entries.has(seq)) continue;
+      // A charge pending here already (the same generation in another entry) is applied through that one.
+      const mine = charges.filter((c) => !this.pendingCharges.has(c.id));
+      if (mine.length === 0) continue;
+      const entry = new JournalEntry(seq, mine);
+      this.entries.set(seq, entry);
+      for (const charge of mine) this.unapplied.push(this.pend(charge, entry).queued);
+      count += mine.length;
     }
     // Tables that refuse them now are retried (scheduleApply): the charges stay in the journal meanwhile.
     await this.applyJournaled().catch(() => undefined);
@@ -800,14 +808,30 @@ export class KyselyLedger implements Ledger {
    * charges it applies, then its report to `onCommitted`.
    */
   private async writeTransaction(batch: Queued[]): Promise<void> {
-    const inBatch = new Map<JournalEntry, number>();
-    for (const q of batch) if (q.entry) inBatch.set(q.entry, (inBatch.get(q.entry) ?? 0) + 1);
-    const complete = [...inBatch].filter(([e, n]) => e.left === n).map(([e]) => e.seq);
+    const byEntry = new Map<JournalEntry, Charge[]>();
+    for (const q of batch) {
+      if (!q.entry) continue;
+      const list = byEntry.get(q.entry);
+      if (list) list.push(q.charge);
+      else byEntry.set(q.entry, [q.charge]);
+    }
+    const complete = [...byEntry].filter(([e, charges]) => e.completedBy(charges)).map(([e]) => e);
     const charges = batch.map((q) => q.charge);
-    const updates = await writeCommit(this.db, this.writer, charges, complete);
-    for (const [e, n] of inBatch) e.left -= n;
+    const updates = await writeCommit(
+      this.db,
+      this.writer,
+      charges,
+      complete.map((e) => e.seq),
+    );
+    // Landed: what follows must not throw, or the batch would be written again as if it had not.
+    for (const [e, written] of byEntry) e.done(written);
+    for (const e of complete) this.entries.delete(e.seq);
     charges.forEach((c) => this.unpend(c));
-    this.options.onCommitted?.(updates);
+    try {
+      this.options.onCommitted?.(updates);
+    } catch (err) {
+      this.options.onFlushError?.(err);
+    }
   }
 
   listAccounts(query: AccountQuery): Promise<{ accounts: Account[]; total: number }> {

@@ -197,15 +197,24 @@ export const migrations: Record<string, Migration> = {
     // never reused (AUTOINCREMENT; on PostgreSQL, where the table is unused, a serial), so that a row one
     // process dropped is never another's. Rows a stopped process left move over as one-charge entries.
     async up(db: Kysely<unknown>) {
+      // Done already (a stop after it and before the migrator recorded it): nothing to do.
+      const table = (await db.introspection.getTables()).find((t) => t.name === 'charge_journal');
+      if (!table?.columns.some((c) => c.name === 'record')) return;
       const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-      await db.schema
-        .createTable('charge_journal_entries')
-        .addColumn('seq', postgres ? 'bigserial' : 'integer', (c) => (postgres ? c.primaryKey() : c.primaryKey().autoIncrement()))
-        .addColumn('charges', 'text', (c) => c.notNull())
-        .execute();
-      await sql`INSERT INTO charge_journal_entries (charges) SELECT '[' || record || ']' FROM charge_journal ORDER BY id`.execute(db);
-      await db.schema.dropTable('charge_journal').execute();
-      await db.schema.alterTable('charge_journal_entries').renameTo('charge_journal').execute();
+      const move = async (trx: Kysely<unknown>) => {
+        await trx.schema
+          .createTable('charge_journal_entries')
+          .addColumn('seq', postgres ? 'bigserial' : 'integer', (c) => (postgres ? c.primaryKey() : c.primaryKey().autoIncrement()))
+          .addColumn('charges', 'text', (c) => c.notNull())
+          .execute();
+        await sql`INSERT INTO charge_journal_entries (charges) SELECT '[' || record || ']' FROM charge_journal ORDER BY id`.execute(trx);
+        await trx.schema.dropTable('charge_journal').execute();
+        await trx.schema.alterTable('charge_journal_entries').renameTo('charge_journal').execute();
+      };
+      // PostgreSQL's migrator runs each migration in a transaction; SQLite's does not (each statement
+      // would commit alone): one here, so that a stop midway leaves the old journal whole.
+      if (db.isTransaction) await move(db);
+      else await db.transaction().execute(move);
     },
   },
 };
