@@ -23,7 +23,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
-import { addAllocations, allocationReport, median, noAllocations, percentile, profileReport } from './lib/report.mjs';
+import { addAllocations, allocationReport, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
 import { root, startBare } from './lib/targets.mjs';
 
@@ -63,7 +63,7 @@ function addGc(p, gc, requests) {
 async function addAlloc(p, round, requests) {
   const file = path.join(allocDir, `${p.id.replaceAll(':', '-')}-round${round}.heapprofile`);
   await probe(p.child, 'alloc-stop', 30_000, { file });
-  p.alloc ??= { totals: noAllocations(), requests: 0 };
+  p.alloc ??= { totals: emptyTotals(), requests: 0 };
   addAllocations(p.alloc.totals, JSON.parse(readFileSync(file, 'utf8')), root);
   p.alloc.requests += requests;
 }

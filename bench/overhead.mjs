@@ -25,8 +25,8 @@ import { parseArgs } from 'node:util';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK, serversCpuReading, serversCpuSpent } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
-import { addPerfSamples, comparePerf, findPerf, noPerfSamples, perfReport, recordPerf } from './lib/perf.mjs';
-import { fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
+import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
+import { compareAreas, emptyTotals, fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
 import { CLI, PORTKEY, benchDir, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
@@ -531,11 +531,11 @@ async function main() {
 
 /** --perf: each recorded process's CPU by area and function, and each Tollgate's against the bare proxy of its mode. */
 async function printPerf(runs) {
-  for (const r of runs) r.totals = await addPerfSamples(noPerfSamples(), r.files, root);
+  for (const r of runs) r.totals = await addPerfSamples(emptyTotals(), r.files, root);
   for (const r of runs) {
     process.stdout.write(`\n[${r.mode}] ${perfReport(r.label, r.totals, r.requests)}`);
     const bare = runs.find((b) => b.bare && b.mode === r.mode);
-    if (!r.bare && bare) process.stdout.write(`[${r.mode} ${r.label} against bare] ${comparePerf(bare, r)}`);
+    if (!r.bare && bare) process.stdout.write(`[${r.mode} ${r.label} against bare] ${compareAreas('perf, µs a request by area', bare, r, 22)}`);
   }
 }
 

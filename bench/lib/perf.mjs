@@ -5,7 +5,7 @@
 // processes run with --perf-basic-prof-only-functions, so that perf can name JIT-compiled functions.
 import { execFileSync, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { areaOfUrl, fmt } from './report.mjs';
+import { areaOfUrl, fmt, topList } from './report.mjs';
 
 /** Samples a second a thread (cpu-clock): each sample stands for 1e6 / FREQUENCY µs of CPU. */
 const FREQUENCY = 4000;
@@ -69,7 +69,7 @@ function classify(stack, root) {
   return { area: 'native, no JavaScript on the stack', fn: 'native, no JavaScript on the stack' };
 }
 
-/** Reads `perf script` of each file and adds its samples to `totals` ({ byArea, byFn, samples }). */
+/** Reads `perf script` of each file and adds its samples, in µs of CPU, to `totals` (report.mjs's emptyTotals()). */
 export async function addPerfSamples(totals, files, root) {
   for (const file of files) {
     const script = spawn('perf', ['script', '-i', file], { stdio: ['ignore', 'pipe', 'ignore'] });
@@ -78,9 +78,9 @@ export async function addPerfSamples(totals, files, root) {
     const flush = () => {
       if (stack.length === 0) return;
       const { area, fn } = classify(stack, root);
-      totals.byArea.set(area, (totals.byArea.get(area) ?? 0) + 1);
-      totals.byFn.set(fn, (totals.byFn.get(fn) ?? 0) + 1);
-      totals.samples += 1;
+      totals.byArea.set(area, (totals.byArea.get(area) ?? 0) + SAMPLE_US);
+      totals.byFn.set(fn, (totals.byFn.get(fn) ?? 0) + SAMPLE_US);
+      totals.total += SAMPLE_US;
       stack = [];
     };
     for await (const line of lines) {
@@ -100,41 +100,12 @@ export async function addPerfSamples(totals, files, root) {
   return totals;
 }
 
-export const noPerfSamples = () => ({ byArea: new Map(), byFn: new Map(), samples: 0 });
-
-/** µs a request of `count` samples over `requests` requests. */
-const perRequest = (count, requests) => (count * SAMPLE_US) / requests;
-
 /** One process's perf report: µs a request in all, by area and by function (the most first). */
 export function perfReport(label, totals, requests, top = 20) {
-  const us = (n) => fmt(perRequest(n, requests), 1).padStart(7);
-  const list = (m, n) =>
-    [...m]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([k, c]) => `  ${us(c)}  ${k}`)
-      .join('\n');
+  const us = (total) => fmt(total / requests, 1).padStart(7);
   return (
-    `[${label}] perf: ${us(totals.samples).trim()} µs of CPU a request (${fmt(requests)} requests, every thread)\n` +
-    `by area (each sample to the nearest JavaScript frame on its stack, with the builtins and runtime it called):\n${list(totals.byArea, 18)}\n` +
-    `top ${top} functions:\n${list(totals.byFn, top)}\n`
-  );
-}
-
-/** A Tollgate's perf areas against the bare proxy's, µs a request, the areas that differ most first. */
-export function comparePerf(bare, tollgate, top = 22) {
-  const rows = [...new Set([...bare.totals.byArea.keys(), ...tollgate.totals.byArea.keys()])]
-    .map((k) => [k, perRequest(bare.totals.byArea.get(k) ?? 0, bare.requests), perRequest(tollgate.totals.byArea.get(k) ?? 0, tollgate.requests)])
-    .sort((x, y) => y[2] - y[1] - (x[2] - x[1]));
-  const line = (k, x, y) => `  ${fmt(x, 1).padStart(7)}  ${fmt(y, 1).padStart(8)}  ${fmt(y - x, 1).padStart(7)}  ${k}`;
-  return (
-    `perf, µs a request by area (bare ${fmt(bare.requests)}, tollgate ${fmt(tollgate.requests)} requests):\n` +
-    `     bare  tollgate     more  area\n` +
-    `${line('all', perRequest(bare.totals.samples, bare.requests), perRequest(tollgate.totals.samples, tollgate.requests))}\n` +
-    rows
-      .slice(0, top)
-      .map(([k, x, y]) => line(k, x, y))
-      .join('\n') +
-    '\n'
+    `[${label}] perf: ${us(totals.total).trim()} µs of CPU a request (${fmt(requests)} requests, every thread)\n` +
+    `by area (each sample to the nearest JavaScript frame on its stack, with the builtins and runtime it called):\n${topList(totals.byArea, 18, us)}\n` +
+    `top ${top} functions:\n${topList(totals.byFn, top, us)}\n`
   );
 }

@@ -83,24 +83,52 @@ function selfTimes(file, root, windows) {
     const node = byId.get(prof.samples[i]);
     self.set(node, (self.get(node) ?? 0) + (prof.timeDeltas[i] ?? 0));
   }
-  const byFn = new Map();
-  const byArea = new Map();
-  let total = 0;
-  for (const [node, us] of self) {
-    const cf = node.callFrame;
-    if (cf.functionName === '(idle)') continue;
-    total += us;
-    add(byFn, byArea, cf, us, root);
-  }
-  return { byFn, byArea, total };
+  const totals = emptyTotals();
+  for (const [node, us] of self) if (node.callFrame.functionName !== '(idle)') add(totals, node.callFrame, us, root);
+  return totals;
 }
 
-/** Adds `amount` to the function of `callFrame` (name, file and line) and to its area. */
-function add(byFn, byArea, cf, amount, root) {
+/** Adds `amount` to `totals`: to the function of `callFrame` (name, file and line), to its area and in all. */
+function add(totals, cf, amount, root) {
   const k = `${cf.functionName || '(anonymous)'}  ${shortUrl(cf.url, root)}${cf.url ? `:${cf.lineNumber + 1}` : ''}`;
-  byFn.set(k, (byFn.get(k) ?? 0) + amount);
+  totals.byFn.set(k, (totals.byFn.get(k) ?? 0) + amount);
   const a = cf.url ? areaOfUrl(cf.url, root) : cf.functionName;
-  byArea.set(a, (byArea.get(a) ?? 0) + amount);
+  totals.byArea.set(a, (totals.byArea.get(a) ?? 0) + amount);
+  totals.total += amount;
+}
+
+/** Totals by function and by area, and in all, as selfTimes, addAllocations and perf.mjs add them up. */
+export const emptyTotals = () => ({ byFn: new Map(), byArea: new Map(), total: 0 });
+
+/** The `n` largest entries of `m`, one line each: `format(value)`, then the key. */
+export function topList(m, n, format) {
+  return [...m]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `  ${format(v)}  ${k}`)
+    .join('\n');
+}
+
+/**
+ * A Tollgate's totals by area against the bare proxy's, in µs a request (`{ totals, requests }` each,
+ * totals in µs), the areas that differ most first, under `title`.
+ */
+export function compareAreas(title, bare, tollgate, top = 20) {
+  const [a, na, b, nb] = [bare.totals, bare.requests, tollgate.totals, tollgate.requests];
+  const rows = [...new Set([...a.byArea.keys(), ...b.byArea.keys()])]
+    .map((k) => [k, (a.byArea.get(k) ?? 0) / na, (b.byArea.get(k) ?? 0) / nb])
+    .sort((x, y) => y[2] - y[1] - (x[2] - x[1]));
+  const line = (k, x, y) => `  ${fmt(x, 1).padStart(7)}  ${fmt(y, 1).padStart(8)}  ${fmt(y - x, 1).padStart(7)}  ${k}`;
+  return (
+    `${title} (bare ${fmt(na)}, tollgate ${fmt(nb)} requests):\n` +
+    `     bare  tollgate     more  area\n` +
+    `${line('all', a.total / na, b.total / nb)}\n` +
+    rows
+      .slice(0, top)
+      .map(([k, x, y]) => line(k, x, y))
+      .join('\n') +
+    '\n'
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -109,47 +137,30 @@ function add(byFn, byArea, cf, amount, root) {
 /** Adds a sampling heap profile's bytes (each node's selfSize) to `totals` ({ byFn, byArea, total }) by function and area. */
 export function addAllocations(totals, profile, root) {
   const walk = (node) => {
-    if (node.selfSize > 0) {
-      totals.total += node.selfSize;
-      add(totals.byFn, totals.byArea, node.callFrame, node.selfSize, root);
-    }
+    if (node.selfSize > 0) add(totals, node.callFrame, node.selfSize, root);
     for (const child of node.children) walk(child);
   };
   walk(profile.head);
   return totals;
 }
 
-export const noAllocations = () => ({ byFn: new Map(), byArea: new Map(), total: 0 });
-
 /** What a process allocated a request (KB), by function and by area, the most first. */
 export function allocationReport(label, totals, requests, top = 15) {
-  const kb = (bytes) => (bytes / requests / 1024).toFixed(2).padStart(7);
-  const list = (m, n) =>
-    [...m]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([k, bytes]) => `  ${kb(bytes)} KB  ${k}`)
-      .join('\n');
+  const kb = (bytes) => `${(bytes / requests / 1024).toFixed(2).padStart(7)} KB`;
   return (
-    `[${label}] ${kb(totals.total).trim()} KB allocated a request (sampled, garbage included; ${fmt(requests)} requests)\n` +
-    `top ${top} functions by bytes they allocated themselves:\n${list(totals.byFn, top)}\n` +
-    `by area:\n${list(totals.byArea, 12)}\n`
+    `[${label}] ${kb(totals.total).trim()} allocated a request (sampled, garbage included; ${fmt(requests)} requests)\n` +
+    `top ${top} functions by bytes they allocated themselves:\n${topList(totals.byFn, top, kb)}\n` +
+    `by area:\n${topList(totals.byArea, 12, kb)}\n`
   );
 }
 
 export function summarizeProfile(file, root, top = 10, windows = undefined) {
   const { byFn, byArea, total } = selfTimes(file, root, windows);
-  const pct = (us) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
-  const list = (m, n) =>
-    [...m]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([k, us]) => `  ${pct(us)}  ${fmt(us / 1000).padStart(6)} ms  ${k}`)
-      .join('\n');
+  const share = (us) => `${((100 * us) / total).toFixed(1).padStart(5)}%  ${fmt(us / 1000).padStart(6)} ms`;
   return (
     `profile ${file}: ${fmt(total / 1000)} ms of CPU samples (idle excluded${windows ? ', measured rounds only' : ''})\n` +
-    `top ${top} functions by self time:\n${list(byFn, top)}\n` +
-    `self time by area:\n${list(byArea, 15)}\n`
+    `top ${top} functions by self time:\n${topList(byFn, top, share)}\n` +
+    `self time by area:\n${topList(byArea, 15, share)}\n`
   );
 }
 
@@ -159,24 +170,8 @@ export function summarizeProfile(file, root, top = 10, windows = undefined) {
  * neither start-up nor warm-up is in it, the areas that differ most first.
  */
 export function compareProfiles(bare, tollgate, root, top = 20) {
-  const a = selfTimes(bare.file, root, bare.windows);
-  const b = selfTimes(tollgate.file, root, tollgate.windows);
-  const requests = (p) => p.windows.reduce((n, w) => n + w.requests, 0);
-  const [na, nb] = [requests(bare), requests(tollgate)];
-  const rows = [...new Set([...a.byArea.keys(), ...b.byArea.keys()])]
-    .map((k) => [k, (a.byArea.get(k) ?? 0) / na, (b.byArea.get(k) ?? 0) / nb])
-    .sort((x, y) => y[2] - y[1] - (x[2] - x[1]));
-  const line = (k, x, y) => `  ${fmt(x, 1).padStart(7)}  ${fmt(y, 1).padStart(8)}  ${fmt(y - x, 1).padStart(7)}  ${k}`;
-  return (
-    `self time by area, µs per request of the measured rounds (bare ${fmt(na)}, tollgate ${fmt(nb)} requests):\n` +
-    `     bare  tollgate     more  area\n` +
-    `${line('all', a.total / na, b.total / nb)}\n` +
-    rows
-      .slice(0, top)
-      .map(([k, x, y]) => line(k, x, y))
-      .join('\n') +
-    '\n'
-  );
+  const measured = (p) => ({ totals: selfTimes(p.file, root, p.windows), requests: p.windows.reduce((n, w) => n + w.requests, 0) });
+  return compareAreas('self time by area, µs per request of the measured rounds', measured(bare), measured(tollgate), top);
 }
 
 /**
