@@ -665,16 +665,15 @@ for (const target of databaseTargets) {
       async () => {
         const hash = 'h-recover';
         await onOneFile(hash, async ({ first, next, stopped, accountId }) => {
-          const a = { id: accountId };
           const huge = 2n ** 62n + 7n;
-          const odd = charge(a.id, hash, huge, T0, {
+          const odd = charge(accountId, hash, huge, T0, {
             model: 'we"ird\\model,{x}',
             finishReason: null,
             usageSource: null,
             byokUsage: 2n ** 60n + 1n,
             isByok: true,
           });
-          const plain = charge(a.id, hash, 5n, T0 + 1);
+          const plain = charge(accountId, hash, 5n, T0 + 1);
           await Promise.all([stopped.charge(odd), stopped.charge(plain)]); // durable, in the journal
           await first.destroy(); // the process stops before it applies them (its handle is gone)
           // The next start, on the same file.
@@ -682,16 +681,16 @@ for (const target of databaseTargets) {
           expect(await started.recoverJournal()).toBe(2);
           expect(await started.getGeneration(odd.id)).toEqual(odd);
           expect(await started.getGeneration(plain.id)).toEqual(plain);
-          expect((await started.getAccount(a.id))?.totalUsage).toBe(huge + 5n);
+          expect((await started.getAccount(accountId))?.totalUsage).toBe(huge + 5n);
           expect((await started.keyUsage(hash, T0)).all).toEqual({ usage: huge + 5n, byokUsage: 2n ** 60n + 1n });
           expect(await new KyselyLedger(next).recoverJournal()).toBe(0);
           // Two processes applying the same journaled charge (one starting while the other runs): once.
           const running = new KyselyLedger(next);
-          const again = charge(a.id, hash, 3n, T0 + 2);
+          const again = charge(accountId, hash, 3n, T0 + 2);
           await running.charge(again);
           await new KyselyLedger(next).recoverJournal();
           await running.flush();
-          expect((await started.getAccount(a.id))?.totalUsage).toBe(huge + 8n);
+          expect((await started.getAccount(accountId))?.totalUsage).toBe(huge + 8n);
         });
       },
     );
@@ -701,11 +700,10 @@ for (const target of databaseTargets) {
       async () => {
         const hash = 'h-entries';
         await onOneFile(hash, async ({ first, next, stopped, accountId }) => {
-          const a = { id: accountId };
           // The tables take 64 generations (one application's batch), then refuse.
           await sql`CREATE TRIGGER refuse_after_64 BEFORE INSERT ON generations WHEN (SELECT count(*) FROM generations) >= 64
             BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(first);
-          const charges = Array.from({ length: 65 }, (_, i) => charge(a.id, hash, BigInt(i + 1)));
+          const charges = Array.from({ length: 65 }, (_, i) => charge(accountId, hash, BigInt(i + 1)));
           await Promise.all(charges.map((c) => stopped.charge(c))); // one group commit: durable, one entry
           const entries = await first.selectFrom('charge_journal').select('seq').execute();
           expect(entries.length).toBe(1);
@@ -719,13 +717,13 @@ for (const target of databaseTargets) {
           const started = new KyselyLedger(next);
           expect(await started.recoverJournal()).toBe(65);
           const sum = charges.reduce((t, c) => t + c.totalCost, 0n);
-          expect((await started.getAccount(a.id))?.totalUsage).toBe(sum); // the 64 not charged twice
+          expect((await started.getAccount(accountId))?.totalUsage).toBe(sum); // the 64 not charged twice
           expect((await started.keyUsage(hash, T0)).all.usage).toBe(sum);
           expect(await journaledIds(next)).toEqual([]);
           // A new entry never takes the number of one dropped (AUTOINCREMENT).
           const later = new KyselyLedger(next, { retryDelayMs: 60_000 });
           await sql`CREATE TRIGGER refuse_all BEFORE INSERT ON generations BEGIN SELECT RAISE(ABORT, 'no'); END`.execute(next);
-          await later.charge(charge(a.id, hash, 1n));
+          await later.charge(charge(accountId, hash, 1n));
           const [row] = await next.selectFrom('charge_journal').select('seq').execute();
           expect(Number(row?.seq)).toBeGreaterThan(Number(entries[0]?.seq));
           await sql`DROP TRIGGER refuse_all`.execute(next);
