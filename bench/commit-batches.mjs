@@ -10,17 +10,15 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { benchCharge } from './lib/charges.mjs';
+import { parseOptions } from './lib/cli-options.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    sizes: { type: 'string', default: '1,4,8,16,32' },
-    charges: { type: 'string', default: '6000' },
-    rounds: { type: 'string', default: '3' },
-    baseline: { type: 'string' },
-  },
+const opt = parseOptions('commit-batches', {
+  sizes: { type: 'string', default: '1,4,8,16,32' },
+  charges: { type: 'string', default: '6000' },
+  rounds: { type: 'string', default: '3' },
+  baseline: { type: 'string' },
 });
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const builds = [['this build', root], ...(opt.baseline ? [['baseline', path.resolve(opt.baseline)]] : [])];

@@ -7,21 +7,19 @@
 //
 //   npm run build && node bench/lone-request.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
 //                                                [--baseline DIR] [--rounds 6] [--round-ms 1500]
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { stopAll } from './lib/children.mjs';
 import { bodyFor } from './lib/load.mjs';
-import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, nodeFlagsOption, parseOptions, storeOptions } from './lib/cli-options.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    deployment: { type: 'string', default: 'sqlite' },
-    mode: { type: 'string', default: 'json' },
-    baseline: { type: 'string' },
-    rounds: { type: 'string', default: '6' },
-    'round-ms': { type: 'string', default: '1500' },
-    ...storeOptions,
-  },
+const opt = parseOptions('lone-request', {
+  deployment: { type: 'string', default: 'sqlite' },
+  mode: { type: 'string', default: 'json' },
+  baseline: { type: 'string' },
+  rounds: { type: 'string', default: '6' },
+  'round-ms': { type: 'string', default: '1500' },
+  ...nodeFlagsOption,
+  ...storeOptions,
 });
 const die = dieAs('lone-request');
 const baseline = checkBuildOptions(opt, die);

@@ -21,14 +21,14 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { nodeFlagsOf, nodeFlagsOption, parseOptions } from './lib/cli-options.mjs';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK, serversCpuReading, serversCpuSpent } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
 import { compareAreas, emptyTotals, fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
-import { CLI, PORTKEY, benchDir, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
+import { CLI, PORTKEY, benchDir, startNodeFlags, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
 const options = {
   requests: { type: 'string', default: '3000' },
@@ -59,8 +59,10 @@ const options = {
   'soak-chunk-ms': { type: 'string', default: '500' },
   'soak-chunks': { type: 'string', default: '20' },
   'soak-sample-s': { type: 'string', default: '5' },
+  ...nodeFlagsOption,
 };
-const { values: opt } = parseArgs({ options });
+const opt = parseOptions('overhead', options);
+const NODE_FLAGS = nodeFlagsOf(opt);
 
 function die(message) {
   process.stderr.write(`bench: ${message}\n`);
@@ -107,6 +109,7 @@ if (opt.soak) {
     json: opt.json,
     markdown: opt.markdown,
     windowMs: WINDOW_MS,
+    nodeFlags: NODE_FLAGS,
   }).catch(async (err) => {
     process.stderr.write(`bench: ${err.stack ?? err}\n`);
     if (err.output) process.stderr.write(`--- child output ---\n${err.output}\n`);
@@ -216,7 +219,18 @@ async function startTargets(mode, ctx) {
             store = await sharedStores(stores, `${mode}_${free ? 'free' : 'paid'}${baseline ? '_baseline' : ''}`);
             onStopAll(store.drop);
           }
-          return startTollgate({ ...common, deployment, free, baseline, store, windowMs: WINDOW_MS, profileDir: ctx.profileDir, tag: mode, perf });
+          return startTollgate({
+            ...common,
+            deployment,
+            free,
+            baseline,
+            store,
+            windowMs: WINDOW_MS,
+            profileDir: ctx.profileDir,
+            tag: mode,
+            perf,
+            nodeFlags: baseline ? [] : NODE_FLAGS,
+          });
         },
       ]);
     }
@@ -381,6 +395,8 @@ async function main() {
         `round(s) of ${REQUESTS} requests per proxy, concurrency ${CONCURRENCY}; latency: open loop at half of Tollgate's peak, ` +
         `${LATENCY_ROUNDS} × ${LATENCY_S} s per proxy\n` +
         (PIN ? `pinned: proxies on CPU ${PIN.proxy}, load generator and fake upstream on CPU ${PIN.others}\n` : 'not pinned to CPUs\n') +
+        `Node proxies run with npm start's flags: ${startNodeFlags().join(' ') || 'none'}` +
+        (NODE_FLAGS.length > 0 ? `; this build's Tollgate also with ${NODE_FLAGS.join(' ')}\n` : '\n') +
         `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 40/day, settlement window ` +
         `${WINDOW_MS ?? 60000} ms; paid model, and a :free model with the free-model limits counted; deployments: ${ctx.deployments.join(', ') || 'none'}\n` +
         (opt.profile ? 'NOTE: --profile is on: Tollgate and the bare proxy run under the CPU profiler, their numbers are inflated.\n' : '') +

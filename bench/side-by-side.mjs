@@ -9,22 +9,20 @@
 //
 //   npm run bench:side-by-side -- --baseline DIR [--deployment sqlite|postgres-redis]
 //                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8]
-import { parseArgs } from 'node:util';
 import { pinning, stopAll } from './lib/children.mjs';
 import { bodyFor, one, runLoad } from './lib/load.mjs';
 import { median } from './lib/report.mjs';
-import { checkBuildOptions, dieAs, setUp, startBuilds, storeOptions } from './lib/cli-options.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, nodeFlagsOption, parseOptions, storeOptions } from './lib/cli-options.mjs';
 
-const { values: opt } = parseArgs({
-  options: {
-    deployment: { type: 'string', default: 'sqlite' },
-    mode: { type: 'string', default: 'json' },
-    windows: { type: 'string', default: '20' },
-    seconds: { type: 'string', default: '1' },
-    concurrency: { type: 'string', default: '8' },
-    baseline: { type: 'string' },
-    ...storeOptions,
-  },
+const opt = parseOptions('side-by-side', {
+  deployment: { type: 'string', default: 'sqlite' },
+  mode: { type: 'string', default: 'json' },
+  windows: { type: 'string', default: '20' },
+  seconds: { type: 'string', default: '1' },
+  concurrency: { type: 'string', default: '8' },
+  baseline: { type: 'string' },
+  ...nodeFlagsOption,
+  ...storeOptions,
 });
 const die = dieAs('side-by-side');
 const baseline = checkBuildOptions(opt, die);

@@ -57,6 +57,12 @@ function perfRecords(): boolean {
 const perf = perfRecords();
 if (!perf) console.warn('bench smoke: the --perf test is skipped: it needs Linux perf, allowed to record (Debian: apt-get install linux-perf)');
 
+/** The Node flags of package.json's start script (`… node FLAGS dist/cli.js serve`). */
+function startFlags(): string {
+  const start = (JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  return /node ((?:--\S+ )*)dist\/cli\.js serve/.exec(start)?.[1]?.trim() ?? '';
+}
+
 // The two runs are independent child processes: run them side by side.
 describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers)', () => {
   let dir: string;
@@ -76,6 +82,9 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
       120_000,
     );
     expect(code, out).toBe(0);
+    // Every Node proxy runs as `npm start` runs Tollgate, and the run says with which flags.
+    expect(startFlags()).toMatch(/--/);
+    expect(out).toContain(`Node proxies run with npm start's flags: ${startFlags()}\n`);
 
     const rows = tableRows(out, 'mode  proxy');
     const labels = rows.map((r) => `${r[0]} ${r[1]}`);
@@ -126,6 +135,19 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     expect(out).toMatch(/ledger check \(json, tollgate sqlite\): \d+ requests, .* OK/);
     expect(out).not.toContain('MISMATCH');
   }, 120_000);
+
+  it('--help lists the options; an unknown option stops the run with a message naming it, not a stack trace', () => {
+    for (const script of [BENCH, OPEN_LOOP]) {
+      const help = spawnSync(process.execPath, [script, '--help'], { encoding: 'utf8' });
+      expect(help.status, help.stderr).toBe(0);
+      expect(help.stdout).toMatch(/^usage: node bench\/[\w-]+\.mjs/);
+      expect(help.stdout).toContain('--node-flags VALUE');
+      const bad = spawnSync(process.execPath, [script, '--no-such-option'], { encoding: 'utf8' });
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toContain("Unknown option '--no-such-option'");
+      expect(bad.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
 
   it('open loop with --gc and --alloc: reports what the garbage collector of each process did and what each allocated, and passes its ledger check', async () => {
     const allocDir = join(dir, 'alloc');

@@ -3,6 +3,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { installExitHandlers, onStopAll, startChild } from './children.mjs';
 import { sharedStores } from './stores.mjs';
 import { CLI, benchDir, startTollgate } from './targets.mjs';
@@ -13,11 +14,40 @@ export const storeOptions = {
   'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
 };
 
+/** parseArgs option: Node flags for this build's Tollgate only (not the baseline's), to try one against the other. */
+export const nodeFlagsOption = { 'node-flags': { type: 'string', default: '' } };
+
 /** Prints `script: message` and exits 2. */
 export const dieAs = (script) => (message) => {
   process.stderr.write(`${script}: ${message}\n`);
   process.exit(2);
 };
+
+/**
+ * The command line read against `options` (parseArgs). `--help` lists the options with their defaults
+ * and exits 0; an unknown or malformed option exits 2 naming it, without a stack trace.
+ */
+export function parseOptions(script, options) {
+  const all = { ...options, help: { type: 'boolean', short: 'h', default: false } };
+  let values;
+  try {
+    ({ values } = parseArgs({ options: all }));
+  } catch (err) {
+    dieAs(script)(`${err.message} (--help lists the options; bench/README.md says what they do)`);
+  }
+  if (values.help) {
+    const lines = Object.entries(options).map(([name, o]) => {
+      const shown = o.default === undefined || o.default === '' ? '' : ` (default ${o.default})`;
+      return `  --${name}${o.type === 'string' ? ' VALUE' : ''}${shown}`;
+    });
+    process.stdout.write(`usage: node bench/${script}.mjs [options]; what they do: bench/README.md\n${lines.join('\n')}\n`);
+    process.exit(0);
+  }
+  return values;
+}
+
+/** The --node-flags value as arguments for node. */
+export const nodeFlagsOf = (opt) => opt['node-flags'].split(/\s+/).filter(Boolean);
 
 /** Checks --deployment, --mode, that this checkout is built and --baseline (a built checkout); the baseline's absolute path. */
 export function checkBuildOptions(opt, die) {
@@ -34,6 +64,7 @@ export function checkBuildOptions(opt, die) {
  * ledger (a PostgreSQL database and Redis prefix named after `tag`, dropped at the end, on postgres-redis).
  */
 export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPool, cpus, profileDir, windowMs }) {
+  const nodeFlags = opt['node-flags'] === undefined ? [] : nodeFlagsOf(opt);
   const targets = [];
   for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
     let store;
@@ -42,7 +73,20 @@ export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPo
       onStopAll(store.drop);
     }
     targets.push(
-      await startTollgate({ deployment: opt.deployment, free: false, upstreamUrl, tmp, store, loadPool, cpus, baseline: build, profileDir, tag, windowMs }),
+      await startTollgate({
+        deployment: opt.deployment,
+        free: false,
+        upstreamUrl,
+        tmp,
+        store,
+        loadPool,
+        cpus,
+        baseline: build,
+        profileDir,
+        tag,
+        windowMs,
+        nodeFlags: build ? [] : nodeFlags,
+      }),
     );
   }
   return targets;

@@ -39,7 +39,7 @@ function openFilesLimit() {
   }
 }
 
-export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deployments, deadlineS, pin, stores, json, markdown, windowMs }) {
+export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deployments, deadlineS, pin, stores, json, markdown, windowMs, nodeFlags = [] }) {
   // Tollgate holds two sockets per stream (client and upstream), the fake upstream and this process one each.
   const needFiles = 2 * streams + 512;
   const limit = openFilesLimit();
@@ -85,7 +85,7 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
           continue;
         }
       }
-      const report = await soakOne({ deployment, streams, seconds, chunkMs, streamMs, sampleS, upstreamUrl, tmp, pin, stores, windowMs });
+      const report = await soakOne({ deployment, streams, seconds, chunkMs, streamMs, sampleS, upstreamUrl, tmp, pin, stores, windowMs, nodeFlags });
       reports.push(report);
       if (!report.ledger.ok || report.failed > 0) code = 1;
     }
@@ -125,7 +125,7 @@ export async function soak({ streams, seconds, chunkMs, chunks, sampleS, deploym
   return code;
 }
 
-async function soakOne({ deployment, streams, seconds, chunkMs, streamMs, sampleS, upstreamUrl, tmp, pin, stores, windowMs }) {
+async function soakOne({ deployment, streams, seconds, chunkMs, streamMs, sampleS, upstreamUrl, tmp, pin, stores, windowMs, nodeFlags }) {
   let store;
   if (deployment === 'postgres-redis') {
     store = await sharedStores(stores, 'soak');
@@ -142,6 +142,7 @@ async function soakOne({ deployment, streams, seconds, chunkMs, streamMs, sample
     windowMs,
     // one upstream connection per stream (and some to spare), so no stream waits for a connection
     connections: streams + 64,
+    nodeFlags,
   });
   process.stdout.write(`\n${tg.label}:\n`);
   // A small completion cap keeps each stream's in-flight hold small, so that the in-flight budget

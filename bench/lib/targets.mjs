@@ -22,11 +22,18 @@ export const CLI = path.join(root, 'dist', 'cli.js');
 export const PORTKEY = path.join(root, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
 const PROBE = ['--import', new URL('../cpu-probe.mjs', import.meta.url).href];
 /**
- * Every Node proxy measured runs as `npm start` runs Tollgate: V8's worker pool (the garbage
- * collector's and the compiler's threads) sized to the CPUs the process may use, one when pinned,
- * instead of four threads taking turns on that one CPU with the requests (bench/README.md, tenth session).
+ * The Node flags of `npm start` (package.json's start script, `… node FLAGS dist/cli.js serve`): every
+ * Node proxy measured runs with them, as `npm start` runs Tollgate (README, `serve`): V8's worker pool
+ * sized to the CPUs the process may use (bench/README.md, tenth session), and a young generation of
+ * 16 MB from the start (eleventh session).
  */
-const NODE_FLAGS = ['--v8-pool-size=0'];
+export function startNodeFlags() {
+  const start = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts?.start ?? '';
+  const m = /\bnode((?:\s+--[\w-]+(?:=\S+)?)*)\s+dist\/cli\.js\s+serve\b/.exec(start);
+  if (!m) throw new Error(`package.json's start script is not "… node [FLAGS] dist/cli.js serve": ${JSON.stringify(start)}`);
+  return m[1].split(/\s+/).filter(Boolean);
+}
+const NODE_FLAGS = startNodeFlags();
 
 /** Upstream keep-alive connections of every proxy (Tollgate's default). */
 export const PROXY_CONNECTIONS = 128;
@@ -262,8 +269,9 @@ async function setupAccount(base, adminToken) {
 /**
  * A fresh Tollgate (own ledger, empty hold store): `deployment` sqlite (a SQLite file, limits in
  * process) or postgres-redis (`store` from sharedStores()); `free` sends the `:free` model (free-model
- * limits checked and counted on every request) instead of the paid one. Its ledger check compares
- * what it charged (and, free, counted) with the requests sent to it.
+ * limits checked and counted on every request) instead of the paid one; `nodeFlags` are added to
+ * `npm start`'s (--node-flags, this build's only). Its ledger check compares what it charged (and,
+ * free, counted) with the requests sent to it.
  */
 export async function startTollgate({
   deployment,
@@ -279,6 +287,7 @@ export async function startTollgate({
   tag,
   baseline,
   perf = false,
+  nodeFlags = [],
 }) {
   const dir = mkdtempSync(path.join(tmp, `tollgate-${deployment}-${free ? 'free-' : ''}${baseline ? 'baseline-' : ''}`));
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
@@ -291,7 +300,7 @@ export async function startTollgate({
   const { child, match } = await startChild(
     label,
     process.execPath,
-    [...NODE_FLAGS, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, cli, 'serve', '--config', configFile],
+    [...NODE_FLAGS, ...nodeFlags, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, cli, 'serve', '--config', configFile],
     {
       ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
       ipc: true,
