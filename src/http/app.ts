@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AppDeps } from './app-deps.js';
+import type { KeyRecord } from '../ledger/ledger.js';
 import { registerDashboard } from './dashboard.js';
 import { registerErrorHandling, toHttpError } from './error-handler.js';
 import { registerAdminRoutes } from './routes/admin.js';
@@ -77,6 +78,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   }
   const probes = new Set(['/health', '/health/ready', '/metrics']);
   app.decorateRequest('logFields', undefined);
+  app.decorateRequest('authenticatedKey', undefined);
   // One access-log line a request, streamed or not: method, path (query left out), status, time, and
   // whether the client left before the end. Never a header. Written when the response closes, which
   // it does once whatever happened (Fastify's onResponse also runs for a hijacked, streamed reply, and
@@ -111,5 +113,10 @@ declare module 'fastify' {
     rawBody: string | undefined;
     /** Fields a route adds to the request's access-log line. */
     logFields: Record<string, unknown> | undefined;
+    /**
+     * The key a route's onRequest hook authenticated the request with (a field of the request, not a
+     * WeakMap entry a request: those are ephemerons, which every garbage collection has to visit).
+     */
+    authenticatedKey: KeyRecord | undefined;
   }
 }

@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { KeyRecord } from '../../ledger/ledger.js';
 import { chatCompletionChunkSchema, chatCompletionSchema } from '../../chat/answer-schemas.js';
 import type { Started } from '../../chat/chat-service.js';
 import { chatRequestSchema } from '../../chat/request-schema.js';
@@ -33,9 +32,8 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
 
   // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
   // is a 401 whatever the body holds.
-  const keys = new WeakMap<FastifyRequest, KeyRecord>();
   const onRequest = async (req: FastifyRequest) => {
-    keys.set(req, await authenticateKey(req, ledger, clock, 'inference'));
+    req.authenticatedKey = await authenticateKey(req, ledger, clock, 'inference');
   };
 
   // Documentation only (route-doc.ts): nothing validates or serialises this route's answers with these schemas.
@@ -57,7 +55,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     errors: [402, 422, 429, 502, 503],
   });
   app.post('/api/v1/chat/completions', { onRequest, ...documented }, async (req, reply) => {
-    const key = keys.get(req) ?? (await authenticateKey(req, ledger, clock, 'inference'));
+    const key = req.authenticatedKey ?? (await authenticateKey(req, ledger, clock, 'inference'));
     // The access line (app.ts) names the key, the account and the model, and why a request failed.
     const log: Record<string, unknown> = { key_label: key.label, account: key.accountId, model: requestedModel(req.body) };
     req.logFields = log;

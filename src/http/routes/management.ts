@@ -61,14 +61,13 @@ const docs = {
 /** The self-service management API (CONTRACT §9), behind a management key, for its own account. */
 export function registerManagementRoutes(app: FastifyInstance, deps: AppDeps): void {
   const { ledger, clock, management } = deps;
-  const owners = new WeakMap<FastifyRequest, KeyRecord>();
-  const owner = (req: FastifyRequest) => owners.get(req) as KeyRecord;
+  const owner = (req: FastifyRequest) => req.authenticatedKey as KeyRecord;
   const hash = (req: FastifyRequest) => (req.params as Params).hash as string;
 
   app.register(async (scope) => {
     // The key is checked before the body is read: a request without a management key is a 401 whatever it carries.
     scope.addHook('onRequest', async (req) => {
-      owners.set(req, await authenticateKey(req, ledger, clock, 'management'));
+      req.authenticatedKey = await authenticateKey(req, ledger, clock, 'management');
     });
 
     scope.get('/api/v1/keys', docs.list, async (req) => management.list(owner(req), req.query));
