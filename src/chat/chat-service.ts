@@ -227,7 +227,8 @@ export class ChatService {
         platformKey: (p) => this.platformKeys.get(p),
         signal,
         cooldowns: this.deps.cooldowns,
-        beforeAttempt: countFree,
+        // Only where a free model is counted: an attempt with nothing to count waits for nothing.
+        beforeAttempt: limitedFree.size > 0 ? countFree : undefined,
         metrics: this.deps.metrics,
         now: () => clock.now(),
       });

@@ -35,9 +35,10 @@ export interface Settled {
   /**
    * Resolves once the charge is durable in the ledger, so that the answer's last byte may go out
    * (CONTRACT §8); or, when the ledger cannot write it within `ledger.durable_wait_ms`, once that
-   * wait is over (the charge stays queued: see Ledger.awaitDurable). Never rejects.
+   * wait is over (the charge stays queued: see Ledger.awaitDurable), with true when it is durable
+   * (nothing to charge is durable at once). Never rejects.
    */
-  durable: Promise<void>;
+  durable: Promise<boolean>;
 }
 
 /** What a settlement reports to. */
@@ -97,14 +98,14 @@ export class Settlement {
     void written.then(() => metrics.chargeLag((now() - settledAt) / 1000));
     // The holds' pending charge is renewed until the charge is in the ledger's tables (after it is durable).
     this.ticket.settle({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, this.ledger.recorded(charge.id)).catch(onError);
-    this.result = { cost, listCost, durable: this.ledger.awaitDurable(written).then(() => undefined) };
+    this.result = { cost, listCost, durable: this.ledger.awaitDurable(written) };
     return this.result;
   }
 
   /** Ends a request that delivered nothing: no charge; its holds are released. */
   settleNothing(): void {
     if (this.result) return;
-    this.result = { cost: 0n, listCost: 0n, durable: Promise.resolve() };
+    this.result = { cost: 0n, listCost: 0n, durable: Promise.resolve(true) };
     this.hooks.metrics.held(-this.ticket.held);
     this.ticket.settle({ cost: 0n, byokUsage: 0n, createdAt: this.base.startedAt }, Promise.resolve()).catch(this.hooks.onError);
   }

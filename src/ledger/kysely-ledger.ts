@@ -553,21 +553,34 @@ export class KyselyLedger implements Ledger {
    * and then lets the answer go (the charge stays queued, and is written exactly once when the
    * database answers, or logged at shutdown). Past that bound, it waits until the charge is written:
    * answers slow to the pace the database keeps rather than piling up unwritten charges.
+   *
+   * One promise and one reaction to `written` a request, not a race of promises (every answer waits
+   * here: a race, its reactions and an async function cost six promises a request).
    */
-  async awaitDurable(written: Promise<void>): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.options.durableWaitMs ?? 5000);
+  awaitDurable(written: Promise<void>): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      let answered = false;
+      const timer = setTimeout(() => {
+        // Past the bound the answer waits for the write after all (below).
+        if (answered || this.pendingCharges.size >= (this.options.maxQueuedCharges ?? 10_000)) return;
+        answered = true;
+        resolve(false);
+      }, this.options.durableWaitMs ?? 5000);
+      written.then(
+        () => {
+          clearTimeout(timer);
+          if (answered) return;
+          answered = true;
+          resolve(true);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          if (answered) return;
+          answered = true;
+          reject(err);
+        },
+      );
     });
-    try {
-      const durable = await Promise.race([written.then(() => true as const), timedOut]);
-      if (durable) return true;
-      if (this.pendingCharges.size < (this.options.maxQueuedCharges ?? 10_000)) return false;
-      await written;
-      return true;
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   async flush(): Promise<void> {
