@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chatCompletionChunkSchema, chatCompletionSchema } from '../../chat/answer-schemas.js';
 import type { Started } from '../../chat/chat-service.js';
 import { chatRequestSchema } from '../../chat/request-schema.js';
@@ -32,8 +32,11 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
 
   // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
   // is a 401 whatever the body holds.
-  const onRequest = async (req: FastifyRequest) => {
-    req.authenticatedKey = await authenticateKey(req, ledger, clock, 'inference');
+  const onRequest = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    authenticateKey(req, ledger, clock, 'inference').then((key) => {
+      req.authenticatedKey = key;
+      done();
+    }, done);
   };
 
   // Documentation only (route-doc.ts): nothing validates or serialises this route's answers with these schemas.
