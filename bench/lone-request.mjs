@@ -10,16 +10,12 @@
 import { Pool } from 'undici';
 import { stopAll } from './lib/children.mjs';
 import { bodyFor } from './lib/load.mjs';
-import { checkBuildOptions, dieAs, setUp, startBuilds, nodeFlagsOption, parseOptions, storeOptions } from './lib/cli-options.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions } from './lib/cli-options.mjs';
 
 const opt = parseOptions('lone-request', {
-  deployment: { type: 'string', default: 'sqlite' },
-  mode: { type: 'string', default: 'json' },
-  baseline: { type: 'string' },
   rounds: { type: 'string', default: '6' },
   'round-ms': { type: 'string', default: '1500' },
-  ...nodeFlagsOption,
-  ...storeOptions,
+  ...buildOptions,
 });
 const die = dieAs('lone-request');
 const baseline = checkBuildOptions(opt, die);

@@ -23,22 +23,18 @@ import path from 'node:path';
 import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { addAllocations, allocationReport, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
-import { checkBuildOptions, dieAs, setUp, startBuilds, nodeFlagsOption, parseOptions, storeOptions } from './lib/cli-options.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions } from './lib/cli-options.mjs';
 import { root, startBare } from './lib/targets.mjs';
 
 const opt = parseOptions('open-loop', {
-  deployment: { type: 'string', default: 'sqlite' },
-  mode: { type: 'string', default: 'json' },
   rate: { type: 'string', default: '1000' },
   seconds: { type: 'string', default: '3' },
   rounds: { type: 'string', default: '6' },
-  baseline: { type: 'string' },
   // node --cpu-prof of the bare proxy and each Tollgate, one .cpuprofile each in DIR (their figures are inflated)
   profile: { type: 'string' },
   gc: { type: 'boolean', default: false },
   alloc: { type: 'string' },
-  ...nodeFlagsOption,
-  ...storeOptions,
+  ...buildOptions,
 });
 const die = dieAs('open-loop');
 const baseline = checkBuildOptions(opt, die);

@@ -28,7 +28,7 @@ import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
 import { compareAreas, emptyTotals, fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
-import { CLI, PORTKEY, benchDir, startNodeFlags, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
+import { CLI, PORTKEY, benchDir, START_NODE_FLAGS, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
 const options = {
   requests: { type: 'string', default: '3000' },
@@ -62,7 +62,7 @@ const options = {
   ...nodeFlagsOption,
 };
 const opt = parseOptions('overhead', options);
-const NODE_FLAGS = nodeFlagsOf(opt);
+const EXTRA_NODE_FLAGS = nodeFlagsOf(opt);
 
 function die(message) {
   process.stderr.write(`bench: ${message}\n`);
@@ -109,7 +109,7 @@ if (opt.soak) {
     json: opt.json,
     markdown: opt.markdown,
     windowMs: WINDOW_MS,
-    nodeFlags: NODE_FLAGS,
+    nodeFlags: EXTRA_NODE_FLAGS,
   }).catch(async (err) => {
     process.stderr.write(`bench: ${err.stack ?? err}\n`);
     if (err.output) process.stderr.write(`--- child output ---\n${err.output}\n`);
@@ -229,7 +229,7 @@ async function startTargets(mode, ctx) {
             profileDir: ctx.profileDir,
             tag: mode,
             perf,
-            nodeFlags: baseline ? [] : NODE_FLAGS,
+            nodeFlags: baseline ? [] : EXTRA_NODE_FLAGS,
           });
         },
       ]);
@@ -395,8 +395,8 @@ async function main() {
         `round(s) of ${REQUESTS} requests per proxy, concurrency ${CONCURRENCY}; latency: open loop at half of Tollgate's peak, ` +
         `${LATENCY_ROUNDS} × ${LATENCY_S} s per proxy\n` +
         (PIN ? `pinned: proxies on CPU ${PIN.proxy}, load generator and fake upstream on CPU ${PIN.others}\n` : 'not pinned to CPUs\n') +
-        `Node proxies run with npm start's flags: ${startNodeFlags().join(' ') || 'none'}` +
-        (NODE_FLAGS.length > 0 ? `; this build's Tollgate also with ${NODE_FLAGS.join(' ')}\n` : '\n') +
+        `Node proxies run with npm start's flags: ${START_NODE_FLAGS.join(' ') || 'none'}` +
+        (EXTRA_NODE_FLAGS.length > 0 ? `; this build's Tollgate also with ${EXTRA_NODE_FLAGS.join(' ')}\n` : '\n') +
         `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 40/day, settlement window ` +
         `${WINDOW_MS ?? 60000} ms; paid model, and a :free model with the free-model limits counted; deployments: ${ctx.deployments.join(', ') || 'none'}\n` +
         (opt.profile ? 'NOTE: --profile is on: Tollgate and the bare proxy run under the CPU profiler, their numbers are inflated.\n' : '') +

@@ -12,17 +12,13 @@
 import { pinning, stopAll } from './lib/children.mjs';
 import { bodyFor, one, runLoad } from './lib/load.mjs';
 import { median } from './lib/report.mjs';
-import { checkBuildOptions, dieAs, setUp, startBuilds, nodeFlagsOption, parseOptions, storeOptions } from './lib/cli-options.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions } from './lib/cli-options.mjs';
 
 const opt = parseOptions('side-by-side', {
-  deployment: { type: 'string', default: 'sqlite' },
-  mode: { type: 'string', default: 'json' },
   windows: { type: 'string', default: '20' },
   seconds: { type: 'string', default: '1' },
   concurrency: { type: 'string', default: '8' },
-  baseline: { type: 'string' },
-  ...nodeFlagsOption,
-  ...storeOptions,
+  ...buildOptions,
 });
 const die = dieAs('side-by-side');
 const baseline = checkBuildOptions(opt, die);

@@ -9,13 +9,22 @@ import { sharedStores } from './stores.mjs';
 import { CLI, benchDir, startTollgate } from './targets.mjs';
 
 /** parseArgs options: the PostgreSQL server and Redis of the postgres-redis deployment. */
-export const storeOptions = {
+const storeOptions = {
   'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
 };
 
 /** parseArgs option: Node flags for this build's Tollgate only (not the baseline's), to try one against the other. */
 export const nodeFlagsOption = { 'node-flags': { type: 'string', default: '' } };
+
+/** parseArgs options of the scripts that run this build beside another (checkBuildOptions checks them), with the stores'. */
+export const buildOptions = {
+  deployment: { type: 'string', default: 'sqlite' },
+  mode: { type: 'string', default: 'json' },
+  baseline: { type: 'string' },
+  ...nodeFlagsOption,
+  ...storeOptions,
+};
 
 /** Prints `script: message` and exits 2. */
 export const dieAs = (script) => (message) => {
@@ -47,7 +56,7 @@ export function parseOptions(script, options) {
 }
 
 /** The --node-flags value as arguments for node. */
-export const nodeFlagsOf = (opt) => opt['node-flags'].split(/\s+/).filter(Boolean);
+export const nodeFlagsOf = (opt) => (opt['node-flags'] ?? '').split(/\s+/).filter(Boolean);
 
 /** Checks --deployment, --mode, that this checkout is built and --baseline (a built checkout); the baseline's absolute path. */
 export function checkBuildOptions(opt, die) {
@@ -64,7 +73,7 @@ export function checkBuildOptions(opt, die) {
  * ledger (a PostgreSQL database and Redis prefix named after `tag`, dropped at the end, on postgres-redis).
  */
 export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPool, cpus, profileDir, windowMs }) {
-  const nodeFlags = opt['node-flags'] === undefined ? [] : nodeFlagsOf(opt);
+  const nodeFlags = nodeFlagsOf(opt);
   const targets = [];
   for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
     let store;

@@ -27,13 +27,13 @@ const PROBE = ['--import', new URL('../cpu-probe.mjs', import.meta.url).href];
  * sized to the CPUs the process may use (bench/README.md, tenth session), and a young generation of
  * 16 MB from the start (eleventh session).
  */
-export function startNodeFlags() {
+function startNodeFlags() {
   const start = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts?.start ?? '';
   const m = /\bnode((?:\s+--[\w-]+(?:=\S+)?)*)\s+dist\/cli\.js\s+serve\b/.exec(start);
   if (!m) throw new Error(`package.json's start script is not "… node [FLAGS] dist/cli.js serve": ${JSON.stringify(start)}`);
   return m[1].split(/\s+/).filter(Boolean);
 }
-const NODE_FLAGS = startNodeFlags();
+export const START_NODE_FLAGS = startNodeFlags();
 
 /** Upstream keep-alive connections of every proxy (Tollgate's default). */
 export const PROXY_CONNECTIONS = 128;
@@ -85,7 +85,15 @@ export async function startBare({ upstreamUrl, cpus, loadPool, profileDir, tag, 
   const { child, match } = await startChild(
     'bare proxy',
     process.execPath,
-    [...NODE_FLAGS, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, path.join(benchDir, 'bare-proxy.mjs'), upstreamUrl, String(PROXY_CONNECTIONS)],
+    [
+      ...START_NODE_FLAGS,
+      ...profArgs,
+      ...(perf ? PERF_NODE_FLAGS : []),
+      ...PROBE,
+      path.join(benchDir, 'bare-proxy.mjs'),
+      upstreamUrl,
+      String(PROXY_CONNECTIONS),
+    ],
     { ready: /listening (\d+)/, ipc: true, cpus, cwd: root },
   );
   return describe({ id: 'bare', label: 'bare', child, base: `http://127.0.0.1:${match[1]}`, profile, perf, cpu: () => nodeCpu(child) }, loadPool);
@@ -185,7 +193,7 @@ export async function startPortkey({ upstreamUrl, cpus, loadPool }) {
   const { child } = await startChild(
     'portkey',
     process.execPath,
-    [...NODE_FLAGS, '--import', new URL('../loopback-only.mjs', import.meta.url).href, ...PROBE, PORTKEY, `--port=${port}`, '--headless'],
+    [...START_NODE_FLAGS, '--import', new URL('../loopback-only.mjs', import.meta.url).href, ...PROBE, PORTKEY, `--port=${port}`, '--headless'],
     { ready: /Ready for connections/, ipc: true, cpus, env, cwd: root },
   );
   return describe(
@@ -300,7 +308,7 @@ export async function startTollgate({
   const { child, match } = await startChild(
     label,
     process.execPath,
-    [...NODE_FLAGS, ...nodeFlags, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, cli, 'serve', '--config', configFile],
+    [...START_NODE_FLAGS, ...nodeFlags, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, cli, 'serve', '--config', configFile],
     {
       ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/,
       ipc: true,

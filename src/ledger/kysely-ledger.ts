@@ -559,24 +559,18 @@ export class KyselyLedger implements Ledger {
    */
   awaitDurable(written: Promise<void>): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      let answered = false;
+      // Past the bound the answer waits for the write after all. The write settling after the wait
+      // was over changes nothing: a promise settles once.
       const timer = setTimeout(() => {
-        // Past the bound the answer waits for the write after all (below).
-        if (answered || this.pendingCharges.size >= (this.options.maxQueuedCharges ?? 10_000)) return;
-        answered = true;
-        resolve(false);
+        if (this.pendingCharges.size < (this.options.maxQueuedCharges ?? 10_000)) resolve(false);
       }, this.options.durableWaitMs ?? 5000);
       written.then(
         () => {
           clearTimeout(timer);
-          if (answered) return;
-          answered = true;
           resolve(true);
         },
         (err: unknown) => {
           clearTimeout(timer);
-          if (answered) return;
-          answered = true;
           reject(err);
         },
       );
