@@ -2,7 +2,8 @@
 // Tollgate against the alternatives, in one run (see bench/README.md).
 //
 // Starts, all on 127.0.0.1: a fast fake upstream (bench/fake-upstream.mjs) and, in front of it, the
-// bare undici pass-through (bench/bare-proxy.mjs), nginx proxy_pass (when installed), Portkey's
+// bare undici pass-through (bench/bare-proxy.mjs), the floor (bench/floor-proxy.mjs: the same, parsing
+// and rewriting what it relays, as any gateway that charges must), nginx proxy_pass (when installed), Portkey's
 // gateway (@portkey-ai/gateway, a devDependency) and Tollgate (node dist/cli.js serve) in each
 // deployment (sqlite; postgres-redis when PostgreSQL and Redis answer), with a paid model (every check
 // active) and with a `:free` model (free-model limits checked and counted on every request). Then, for
@@ -28,15 +29,15 @@ import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
 import { compareAreas, emptyTotals, fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
-import { CLI, PORTKEY, benchDir, START_NODE_FLAGS, findNginx, root, startBare, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
+import { CLI, PORTKEY, benchDir, START_NODE_FLAGS, findNginx, root, startBare, startFloor, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
 const options = {
   requests: { type: 'string', default: '3000' },
-  warmup: { type: 'string', default: '2000' },
+  warmup: { type: 'string', default: '20000' },
   concurrency: { type: 'string', default: '16' },
   rounds: { type: 'string', default: '3' },
   modes: { type: 'string', default: 'json,sse' },
-  proxies: { type: 'string', default: 'nginx,portkey,tollgate,free' },
+  proxies: { type: 'string', default: 'floor,nginx,portkey,tollgate,free' },
   deployments: { type: 'string', default: 'sqlite,postgres-redis' },
   'latency-s': { type: 'string', default: '3' },
   'latency-rounds': { type: 'string', default: '2' },
@@ -125,10 +126,10 @@ const WARMUP = num('warmup');
 const CONCURRENCY = num('concurrency', { min: 1, max: 1000 });
 const ROUNDS = num('rounds', { min: 1 });
 const MODES = list('modes', ['json', 'sse']);
-const PROXIES = new Set(list('proxies', ['nginx', 'portkey', 'tollgate', 'free']));
+const PROXIES = new Set(list('proxies', ['floor', 'nginx', 'portkey', 'tollgate', 'free']));
 const LATENCY_S = num('latency-s', { max: 600, integer: false });
 const LATENCY_ROUNDS = num('latency-rounds', { min: 1, max: 20 });
-const DEADLINE_S = opt['deadline-s'] === undefined ? 900 : num('deadline-s', { min: 1 });
+const DEADLINE_S = opt['deadline-s'] === undefined ? 1500 : num('deadline-s', { min: 1 });
 const SETTLE_MS = num('settle-ms', { max: 5000 });
 
 /** The issue's targets for Tollgate's CPU per request, as a ratio to the bare pass-through. */
@@ -204,6 +205,7 @@ async function startTargets(mode, ctx) {
   const common = { upstreamUrl: ctx.upstreamUrl, tmp: ctx.tmp, cpus: PIN?.proxy, loadPool: LOAD_POOL };
   const perf = Boolean(ctx.perfDir);
   const jobs = [['bare', () => startBare({ ...common, profileDir: ctx.profileDir, tag: mode, perf })]];
+  if (PROXIES.has('floor')) jobs.push(['floor', () => startFloor({ ...common, profileDir: ctx.profileDir, tag: mode, perf })]);
   if (ctx.nginx) jobs.push(['nginx', () => startNginx({ ...common, binary: ctx.nginx })]);
   if (ctx.portkey) jobs.push(['portkey', () => startPortkey(common)]);
   for (const deployment of ctx.deployments) {

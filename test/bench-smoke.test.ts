@@ -88,7 +88,7 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
 
     const rows = tableRows(out, 'mode  proxy');
     const labels = rows.map((r) => `${r[0]} ${r[1]}`);
-    const expected = ['bare', 'portkey', 'tollgate sqlite', 'tollgate sqlite, free'];
+    const expected = ['bare', 'floor (parse + rewrite)', 'portkey', 'tollgate sqlite', 'tollgate sqlite, free'];
     if (sharedStores) expected.push('tollgate postgres-redis', 'tollgate postgres-redis, free');
     for (const mode of ['json', 'sse']) for (const label of expected) expect(labels, out).toContain(`${mode} ${label}`);
     for (const r of rows) {

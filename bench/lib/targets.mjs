@@ -2,6 +2,7 @@
 // described the same way: a load-generator Pool, the path and headers of a chat request, the body's
 // model, how to read its CPU time, and how to stop it.
 //   bare      bench/bare-proxy.mjs: node:http + undici Pool.stream, no checks (the baseline)
+//   floor     bench/floor-proxy.mjs: the bare proxy parsing and rewriting what it relays, no checks
 //   nginx     Debian's nginx, proxy_pass with a keep-alive upstream and proxy_buffering off
 //   portkey   Portkey's gateway from npm (@portkey-ai/gateway), OpenAI provider at a custom host
 //   tollgate  node dist/cli.js serve, sqlite or postgres-redis, a paid or a `:free` model
@@ -80,23 +81,25 @@ function describe(t, loadPool) {
   };
 }
 
-export async function startBare({ upstreamUrl, cpus, loadPool, profileDir, tag, perf = false }) {
-  const { profile, profArgs } = profilerArgs(profileDir, `bare-${tag ?? 'run'}`);
+/** The bare pass-through (bench/bare-proxy.mjs): the baseline every ratio is to. */
+export function startBare(options) {
+  return startNodeProxy({ ...options, id: 'bare', label: 'bare', script: 'bare-proxy.mjs' });
+}
+
+/** The floor (bench/floor-proxy.mjs): the bare pass-through that also parses and rewrites what it relays. */
+export function startFloor(options) {
+  return startNodeProxy({ ...options, id: 'floor', label: 'floor (parse + rewrite)', script: 'floor-proxy.mjs' });
+}
+
+async function startNodeProxy({ id, label, script, upstreamUrl, cpus, loadPool, profileDir, tag, perf = false }) {
+  const { profile, profArgs } = profilerArgs(profileDir, `${id}-${tag ?? 'run'}`);
   const { child, match } = await startChild(
-    'bare proxy',
+    `${label} proxy`,
     process.execPath,
-    [
-      ...START_NODE_FLAGS,
-      ...profArgs,
-      ...(perf ? PERF_NODE_FLAGS : []),
-      ...PROBE,
-      path.join(benchDir, 'bare-proxy.mjs'),
-      upstreamUrl,
-      String(PROXY_CONNECTIONS),
-    ],
+    [...START_NODE_FLAGS, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, path.join(benchDir, script), upstreamUrl, String(PROXY_CONNECTIONS)],
     { ready: /listening (\d+)/, ipc: true, cpus, cwd: root },
   );
-  return describe({ id: 'bare', label: 'bare', child, base: `http://127.0.0.1:${match[1]}`, profile, perf, cpu: () => nodeCpu(child) }, loadPool);
+  return describe({ id, label, child, base: `http://127.0.0.1:${match[1]}`, profile, perf, cpu: () => nodeCpu(child) }, loadPool);
 }
 
 /** `node --cpu-prof` arguments writing one profile named after `stem` into `profileDir` (none without a dir). */
