@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { periodEnd, periodKeys } from '../src/ledger/periods.js';
+import { keyPeriodName, periodEnd, periodKeys } from '../src/ledger/periods.js';
 
 /** The periods as the calendar names them, computed afresh from the date (what periodKeys remembers per day). */
 function reference(ms: number) {
@@ -36,5 +36,15 @@ describe('usage periods', () => {
     const t = Date.UTC(2026, 10, 18, 10);
     expect(Object.isFrozen(periodKeys(t))).toBe(true);
     expect(periodKeys(t + 1000)).toBe(periodKeys(t));
+  });
+
+  it("name a key's usage in a period as hash, NUL, period, whatever keys and periods were asked for before (its memo drops old ones)", () => {
+    const hash = fc.stringMatching(/^[0-9a-f]{1,64}$/);
+    const period = fc.oneof(fc.constant('all'), fc.stringMatching(/^[dwm]:[0-9-]{1,10}$/));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(hash, period), { minLength: 1, maxLength: 200 }), (asks) => {
+        for (const [h, p] of asks) expect(keyPeriodName(h, p)).toBe(`${h}\u0000${p}`);
+      }),
+    );
   });
 });

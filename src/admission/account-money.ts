@@ -1,3 +1,4 @@
+import { isPromise, type Awaitable } from '../awaitable.js';
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Account, Accounts, KeyUsage } from '../ledger/ledger.js';
@@ -33,10 +34,19 @@ export class AccountMoney {
     void this.holds.record(snapshot);
   }
 
-  /** One atomic admission against the store, loading the snapshots it lacks first. */
-  async admit(req: AdmitRequest): Promise<AdmitResult> {
+  /**
+   * One atomic admission against the store, loading the snapshots it lacks first. At once when the
+   * store answers at once and has them (awaitable.ts).
+   */
+  admit(req: AdmitRequest): Awaitable<AdmitResult> {
+    const first = this.holds.admit(req);
+    if (!isPromise(first) && (first.ok || first.refused !== 'snapshot')) return first;
+    return this.admitLoading(req, first);
+  }
+
+  private async admitLoading(req: AdmitRequest, first: Awaitable<AdmitResult>): Promise<AdmitResult> {
     for (let i = 0; i < LOAD_TRIES; i++) {
-      const r = await this.holds.admit(req);
+      const r = await (i === 0 ? first : this.holds.admit(req));
       if (r.ok || r.refused !== 'snapshot') return r;
       await this.load(req.accountId, r.key ? req.key?.hash : undefined);
     }

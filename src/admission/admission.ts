@@ -1,3 +1,4 @@
+import { isPromise, mapAwaitable, type Awaitable } from '../awaitable.js';
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { Config } from '../config/schema.js';
@@ -89,16 +90,21 @@ export class Admission {
     if (balance < 0n) throw negativeBalance(balance);
   }
 
-  async admit(req: AdmissionRequest): Promise<Ticket> {
+  /** The request's holds, or its 402; at once (a ticket, or a throw) when the hold store answers at once (awaitable.ts). */
+  admit(req: AdmissionRequest): Awaitable<Ticket> {
     const input: EstimateInput = { ...req, completionTokens: req.maxTokens ?? this.rules.defaultMaxTokens };
-    const bound = estimate(input, false);
-    try {
-      return await this.tryAdmit(req, bound);
-    } catch (err) {
-      // The byte bound overestimates; before refusing, count the prompt with the real tokenizer.
+    // The byte bound overestimates; before refusing, count the prompt with the real tokenizer.
+    const recount = (err: unknown): Awaitable<Ticket> => {
       if (!(err instanceof GatewayError) || err.status !== 402) throw err;
       return this.tryAdmit(req, estimate(input, true));
+    };
+    let first: Awaitable<Ticket>;
+    try {
+      first = this.tryAdmit(req, estimate(input, false));
+    } catch (err) {
+      return recount(err);
     }
+    return isPromise(first) ? first.catch(recount) : first;
   }
 
   /** The spec's 402 for a refusal of the store, in the contract's order of checks. */
@@ -145,13 +151,19 @@ export class Admission {
    * One atomic step in the store: the negative balance, the key's limit, the balance and the in-flight
    * budget are checked against the money view every process shares, and every hold is taken, or none.
    */
-  private async tryAdmit(req: AdmissionRequest, est: Estimate): Promise<Ticket> {
-    const { holds, clock, config, money } = this.deps;
-    const now = clock.now();
-    const { key, id } = req;
+  private tryAdmit(req: AdmissionRequest, est: Estimate): Awaitable<Ticket> {
+    const now = this.deps.clock.now();
     // During the rollout a young account stays subject while its total usage is below min_spend:
     // that total is read as every process sees it (the cached account's may lag).
-    const account = this.rules.newerOnly && now - req.account.createdAt < this.rules.newerMaxAgeMs ? await money.account(req.account) : req.account;
+    if (this.rules.newerOnly && now - req.account.createdAt < this.rules.newerMaxAgeMs) {
+      return this.deps.money.account(req.account).then((account) => this.admitAs(req, est, account, now));
+    }
+    return this.admitAs(req, est, req.account, now);
+  }
+
+  private admitAs(req: AdmissionRequest, est: Estimate, account: Account, now: number): Awaitable<Ticket> {
+    const { holds, clock, config, money } = this.deps;
+    const { key, id } = req;
     const leaseMs = config.limits.hold_lease_ms;
     const keyAmount = keyAmountOf(key, est);
     const prepaid = account.type === 'prepaid';
@@ -186,8 +198,9 @@ export class Admission {
       });
     // Nothing to hold or check: no round trip to the store.
     if (!r.key && r.balance === undefined && !r.budget && !r.refuseNegative) return ticket(false);
-    const result = await money.admit(r);
-    if (!result.ok) throw this.refusal(req, est, result);
-    return ticket(true);
+    return mapAwaitable(money.admit(r), (result) => {
+      if (!result.ok) throw this.refusal(req, est, result);
+      return ticket(true);
+    });
   }
 }

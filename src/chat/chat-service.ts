@@ -1,4 +1,5 @@
 import type { Admission } from '../admission/admission.js';
+import { isPromise } from '../awaitable.js';
 import type { FreeModelLimits } from '../admission/free-limits.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
@@ -158,9 +159,11 @@ export class ChatService {
     const web = this.usesWebPlugin(request);
     const webPrice = web ? priceFromString(config.plugins.web?.price ?? '0') : 0n;
 
-    const account = await accountOfKey(ledger, key);
-
-    const byokKeys = await vault.keysFor(key.accountId);
+    // Both at once when cached (awaitable.ts): no promise a request for either.
+    const accountRead = accountOfKey(ledger, key);
+    const account = isPromise(accountRead) ? await accountRead : accountRead;
+    const byokRead = vault.keysFor(key.accountId);
+    const byokKeys = isPromise(byokRead) ? await byokRead : byokRead;
     // Free-model limits apply to each free model the request may be served by, unless the account is
     // exempt, or all of that model's endpoints here are marked exempt or served with the account's keys.
     // The first model is checked now (its 429 comes before any 402); each is counted when tried.
@@ -186,7 +189,7 @@ export class ChatService {
     };
 
     const id = this.ids.next(clock.now());
-    const ticket = await admission.admit({
+    const admitted = admission.admit({
       id,
       key,
       account,
@@ -202,6 +205,7 @@ export class ChatService {
       pluginCharges: webPrice,
       kind: { free: models.every((m) => m.isFree), paidPlugin: webPrice > 0n },
     });
+    const ticket = isPromise(admitted) ? await admitted : admitted;
     this.deps.metrics.held(ticket.held);
 
     let routed: Routed;

@@ -1,3 +1,4 @@
+import type { Awaitable } from '../awaitable.js';
 import type { Change, ChangeFeed } from './change-feed.js';
 
 export interface FeedCacheOptions {
@@ -67,15 +68,18 @@ export class FeedCache<V> {
     this.unsubscribe();
   }
 
-  /** The cached value of `id` while fresh; else `load()`'s, kept unless `id` changes while it runs. */
-  get(id: string, load: () => Promise<V>): Promise<V> {
+  /**
+   * The cached value of `id` while fresh, at once (no promise: awaitable.ts); else a promise of
+   * `load()`'s, kept unless `id` changes while it runs.
+   */
+  get(id: string, load: () => Awaitable<V>): Awaitable<V> {
     const now = this.options.now();
     const hit = this.entries.get(id);
     if (hit) {
       const age = now - hit.at;
       if (age >= 0 && age < this.ttl()) {
         hit.used = true;
-        return Promise.resolve(hit.value);
+        return hit.value;
       }
       this.entries.delete(id);
     }
@@ -85,7 +89,14 @@ export class FeedCache<V> {
     const done = () => {
       if (this.loading.get(id)?.state === state) this.loading.delete(id);
     };
-    const promise = load().then(
+    // The read starts now (it is aged from now), whether `load` answers at once, later or throws.
+    let loaded: Awaitable<V>;
+    try {
+      loaded = load();
+    } catch (err) {
+      loaded = Promise.reject(err as Error);
+    }
+    const promise = Promise.resolve(loaded).then(
       (value) => {
         done();
         if (!state.stale) this.store(id, now, value);

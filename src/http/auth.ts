@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { mapAwaitable, type Awaitable } from '../awaitable.js';
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { KeyRecord, Keys } from '../ledger/ledger.js';
@@ -23,14 +24,20 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * The API key the request carries, if it is valid: a secret of a key (its current one, or a rotated
- * one still in its grace period), enabled, not expired, and fit for `use` (else 401).
+ * one still in its grace period), enabled, not expired, and fit for `use` (else 401). At once when the
+ * key is cached, and then a bad key throws at once too (awaitable.ts).
  */
-export async function authenticateKey(req: FastifyRequest, ledger: Pick<Keys, 'findKey' | 'keyHashOfSecret'>, clock: Clock, use: KeyUse): Promise<KeyRecord> {
+export function authenticateKey(req: FastifyRequest, ledger: Pick<Keys, 'findKey' | 'keyHashOfSecret'>, clock: Clock, use: KeyUse): Awaitable<KeyRecord> {
   const presented = bearer(req);
   if (!presented) throw unauthorized('missing API key: send it as "Authorization: Bearer <API_KEY>"');
   const secretHash = hashApiKey(presented);
-  const hash = await ledger.keyHashOfSecret(secretHash);
-  const key = hash === undefined ? undefined : await ledger.findKey(hash);
+  return mapAwaitable(ledger.keyHashOfSecret(secretHash), (hash) =>
+    hash === undefined ? checkedKey(undefined, secretHash, clock, use) : mapAwaitable(ledger.findKey(hash), (key) => checkedKey(key, secretHash, clock, use)),
+  );
+}
+
+/** `key` if `secretHash` is one of its secrets and the key may be used so now, else 401. */
+function checkedKey(key: KeyRecord | undefined, secretHash: string, clock: Clock, use: KeyUse): KeyRecord {
   const secret = key?.secrets.find((s) => s.secretHash === secretHash);
   if (!key || !secret) throw unauthorized('invalid API key');
   const now = clock.now();

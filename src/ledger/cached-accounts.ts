@@ -1,4 +1,5 @@
 import type { ChangeFeed } from '../events/change-feed.js';
+import { mapAwaitable, type Awaitable } from '../awaitable.js';
 import { FeedCache } from '../events/feed-cache.js';
 import type { Account, Accounts, CreditKind, NewAccount } from './ledger.js';
 import type { Nano } from './money.js';
@@ -40,10 +41,12 @@ export class CachedAccounts implements Accounts {
     });
   }
 
-  async getAccount(id: string): Promise<Account | undefined> {
-    const account = await this.cache.get(id, () => this.inner.getAccount(id));
+  getAccount(id: string): Awaitable<Account | undefined> {
     // Callers get their own copy: the cached one is shared.
-    return account && { ...account };
+    return mapAwaitable(
+      this.cache.get(id, () => this.inner.getAccount(id)),
+      (account) => account && { ...account },
+    );
   }
 
   async createAccount(input: NewAccount): Promise<Account> {

@@ -1,4 +1,5 @@
 import type { Change, ChangeFeed } from '../events/change-feed.js';
+import { mapAwaitable, type Awaitable } from '../awaitable.js';
 import { FeedCache } from '../events/feed-cache.js';
 import type { KeyListing, KeyPatch, KeyRecord, KeyRotation, KeyUsage, Keys, NewKey } from './ledger.js';
 
@@ -45,13 +46,15 @@ export class CachedKeys implements Keys {
     this.secrets = new FeedCache(feed, cacheOptions);
   }
 
-  async findKey(hash: string): Promise<KeyRecord | undefined> {
-    const key = await this.keys.get(hash, () => this.inner.findKey(hash));
+  findKey(hash: string): Awaitable<KeyRecord | undefined> {
     // Callers get their own copy: the cached one is shared.
-    return key && { ...key };
+    return mapAwaitable(
+      this.keys.get(hash, () => this.inner.findKey(hash)),
+      (key) => key && { ...key },
+    );
   }
 
-  keyHashOfSecret(secretHash: string): Promise<string | undefined> {
+  keyHashOfSecret(secretHash: string): Awaitable<string | undefined> {
     return this.secrets.get(secretHash, () => this.inner.keyHashOfSecret(secretHash));
   }
 

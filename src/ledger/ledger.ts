@@ -1,3 +1,4 @@
+import type { Awaitable } from '../awaitable.js';
 import type { Nano } from './money.js';
 import type { LimitReset } from './periods.js';
 
@@ -163,8 +164,8 @@ export interface LedgerUpdate {
 /** Accounts and their credit entries. */
 export interface Accounts {
   createAccount(input: NewAccount): Promise<Account>;
-  /** The account as committed to the ledger (charges still queued are not in it). */
-  getAccount(id: string): Promise<Account | undefined>;
+  /** The account as committed to the ledger (charges still queued are not in it); at once when a cache has it (awaitable.ts). */
+  getAccount(id: string): Awaitable<Account | undefined>;
   /**
    * One consistent read of an account's money and, when asked, a key's usage in `periods` (a period
    * without usage reads as zero), stamped with the account's commit sequence number.
@@ -180,14 +181,14 @@ export interface Accounts {
  */
 export interface Keys {
   createKey(key: NewKey): Promise<KeyRecord>;
-  /** A key by its public hash. */
-  findKey(hash: string): Promise<KeyRecord | undefined>;
+  /** A key by its public hash; at once when a cache has it (awaitable.ts). */
+  findKey(hash: string): Awaitable<KeyRecord | undefined>;
   /**
    * The public hash of the key a secret (by its hash) belongs to, or undefined for a secret never
    * issued or no longer kept. It never changes once issued: whether the secret still authenticates is
-   * in the key's `secrets`.
+   * in the key's `secrets`. At once when a cache has it (awaitable.ts).
    */
-  keyHashOfSecret(secretHash: string): Promise<string | undefined>;
+  keyHashOfSecret(secretHash: string): Awaitable<string | undefined>;
   listKeys(accountId: string, listing?: KeyListing): Promise<KeyRecord[]>;
   updateKey(hash: string, patch: KeyPatch, at: number): Promise<KeyRecord | undefined>;
   /** Gives the key a new secret; its public hash, usage and limits stay. Undefined when there is no such key. */

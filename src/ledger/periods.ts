@@ -48,3 +48,28 @@ export function periodEnd(reset: LimitReset, nowMs: number): number {
   if (reset === 'weekly') return Date.UTC(y, m, day + (7 - ((d.getUTCDay() + 6) % 7)));
   return Date.UTC(y, m + 1, 1);
 }
+
+/**
+ * The one string `hash\u0000period` that names a key's usage in a period, the same string object
+ * each time it is asked for (kept for the last keys asked): the money view, the pending charges and
+ * the SQLite commit look usage up by it on every request, and a string made anew each time costs its
+ * building, its hashing and a full comparison at each lookup, where the same string is hashed once and
+ * compared by identity. A pure function's memo, dropped whole past KEYS_KEPT keys.
+ */
+const keyPeriods = new Map<string, Map<string, string>>();
+const KEYS_KEPT = 10_000;
+
+export function keyPeriodName(hash: string, period: string): string {
+  let byPeriod = keyPeriods.get(hash);
+  if (!byPeriod) {
+    if (keyPeriods.size >= KEYS_KEPT) keyPeriods.clear();
+    keyPeriods.set(hash, (byPeriod = new Map()));
+  }
+  let name = byPeriod.get(period);
+  if (name === undefined) {
+    // A key's periods change daily: the old ones go before they pile up.
+    if (byPeriod.size >= 16) byPeriod.clear();
+    byPeriod.set(period, (name = `${hash}\u0000${period}`));
+  }
+  return name;
+}

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { byText, GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Nano } from './money.js';
-import { periodKeys } from './periods.js';
+import { keyPeriodName, periodKeys } from './periods.js';
 import { rollupDeltas } from './spend-rollups.js';
 import type { Database } from './schema.js';
 import { big } from './rows.js';
@@ -39,7 +39,7 @@ function deltasOf(charges: readonly Charge[], recorded: ReadonlySet<string>): { 
     accounts.set(c.accountId, (accounts.get(c.accountId) ?? 0n) + c.totalCost);
     const p = periodKeys(c.createdAt);
     for (const period of [p.all, p.daily, p.weekly, p.monthly]) {
-      const k = `${c.keyHash}\u0000${period}`;
+      const k = keyPeriodName(c.keyHash, period);
       const d = usage.get(k);
       if (d) {
         d.usage += c.totalCost;

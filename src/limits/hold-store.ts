@@ -1,3 +1,4 @@
+import type { Awaitable } from '../awaitable.js';
 import type { LedgerUpdate } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
 
@@ -110,14 +111,16 @@ export interface MoneyView {
 export interface HoldStore {
   /**
    * One atomic step: refuses (naming the first limit in the contract's order: negative balance, key
-   * limit, balance, in-flight budget) or takes every hold the request asks for.
+   * limit, balance, in-flight budget) or takes every hold the request asks for. At once from a store
+   * in this process (awaitable.ts).
    */
-  admit(req: AdmitRequest): Promise<AdmitResult>;
+  admit(req: AdmitRequest): Awaitable<AdmitResult>;
   /**
    * The request ended: its budget hold becomes its actual cost for the settlement window, and its
-   * running holds on the balance and key become a pending charge of that cost.
+   * running holds on the balance and key become a pending charge of that cost. At once from a store
+   * in this process (awaitable.ts).
    */
-  settle(req: SettleRequest): Promise<void>;
+  settle(req: SettleRequest): Awaitable<void>;
   /** Extends the lease of the request's running holds and pending charge. */
   renew(accountId: string, id: string, leaseMs: number): Promise<void>;
   /** Puts what the ledger says into the snapshots (when newer) and drops the pending charges it recorded. */

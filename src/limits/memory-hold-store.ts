@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
+import { keyPeriodName } from '../ledger/periods.js';
 import { ExpiryHeap } from './expiry-heap.js';
 import { SettlingQueue } from './settling-queue.js';
 import type { AccountSnapshot, AdmitRequest, AdmitResult, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
@@ -34,7 +35,16 @@ interface AccountState {
 const MAX_ACCOUNTS = 100_000;
 const BUDGET = 'b';
 const BALANCE = 'r';
-const keyScope = (hash: string) => `k:${hash}`;
+/** A key's scope name (`k:` and its hash), the same string each time (periods.ts, keyPeriodName, says why). */
+const keyScopes = new Map<string, string>();
+function keyScope(hash: string): string {
+  let name = keyScopes.get(hash);
+  if (name === undefined) {
+    if (keyScopes.size >= 10_000) keyScopes.clear();
+    keyScopes.set(hash, (name = `k:${hash}`));
+  }
+  return name;
+}
 
 /**
  * Holds and the money view in this process: one node's limits, exact, with no round trip. The same
@@ -134,10 +144,10 @@ export class MemoryHoldStore implements HoldStore {
     return holds;
   }
 
-  async admit(req: AdmitRequest): Promise<AdmitResult> {
+  admit(req: AdmitRequest): AdmitResult {
     const now = this.clock.now();
     const s = this.live(req.accountId, now);
-    const keyField = req.key ? s.keys.get(`${req.key.hash}\u0000${req.key.period}`) : undefined;
+    const keyField = req.key ? s.keys.get(keyPeriodName(req.key.hash, req.key.period)) : undefined;
     if (!s.account || (req.key && !keyField)) return { ok: false, refused: 'snapshot', account: !s.account, key: req.key !== undefined && !keyField };
     const { balance } = moneyOf(s.account, s.pending.cost);
     if (req.refuseNegative && balance < 0n) return { ok: false, refused: 'negative', balance };
@@ -167,7 +177,7 @@ export class MemoryHoldStore implements HoldStore {
     return { ok: true, now, balance };
   }
 
-  async settle(req: SettleRequest): Promise<void> {
+  settle(req: SettleRequest): void {
     const now = this.clock.now();
     const s = this.live(req.accountId, now);
     const hadBudget = this.remove(s, BUDGET, req.id) !== undefined || s.settling.take(req.id);
@@ -195,7 +205,7 @@ export class MemoryHoldStore implements HoldStore {
     if (update.account && (!s.account || update.account.seq > s.account.seq)) s.account = { ...update.account };
     for (const key of update.keys ?? []) {
       for (const p of key.periods) {
-        const field = `${key.hash}\u0000${p.period}`;
+        const field = keyPeriodName(key.hash, p.period);
         const old = s.keys.get(field);
         if (!old || p.seq > old.seq) s.keys.set(field, { seq: p.seq, usage: p.usage, byokUsage: p.byokUsage });
       }
@@ -211,7 +221,7 @@ export class MemoryHoldStore implements HoldStore {
     if (key) {
       keyUsage = new Map();
       for (const period of key.periods) {
-        const field = s.keys.get(`${key.hash}\u0000${period}`);
+        const field = s.keys.get(keyPeriodName(key.hash, period));
         if (!field) {
           keyUsage = undefined;
           break;

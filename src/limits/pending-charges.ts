@@ -1,4 +1,5 @@
 import type { Nano } from '../ledger/money.js';
+import { keyPeriodName } from '../ledger/periods.js';
 import { ExpiryHeap } from './expiry-heap.js';
 import type { PendingCharge } from './money-view.js';
 
@@ -46,7 +47,7 @@ export class PendingCharges {
     const keys = this.keysOf(charge);
     this.entries.set(id, { charge, until, version, keys });
     this.expiries.push({ at: until, id, version });
-    this.add(charge, keys, 1n);
+    this.add(charge, keys, true);
   }
 
   /** Recorded (or lapsed): no longer pending. */
@@ -54,7 +55,7 @@ export class PendingCharges {
     const e = this.entries.get(id);
     if (!e) return false;
     this.entries.delete(id);
-    this.add(e.charge, e.keys, -1n);
+    this.add(e.charge, e.keys, false);
     if (this.expiries.size > 2 * this.entries.size + 64) this.compact();
     return true;
   }
@@ -90,25 +91,32 @@ export class PendingCharges {
     const last = this.lastKeys;
     if (last && last.hash === charge.keyHash && last.periods === charge.periods) return last.keys;
     const p = charge.periods;
-    const keys = ['all', p.daily, p.weekly, p.monthly].map((period) => `${charge.keyHash}\u0000${period}`);
+    const keys = ['all', p.daily, p.weekly, p.monthly].map((period) => keyPeriodName(charge.keyHash, period));
     this.lastKeys = { hash: charge.keyHash, periods: p, keys };
     return keys;
   }
 
   /** What is pending for the key `hash` in `period` ('all', or a `d:`, `w:` or `m:` period). */
   keyUsage(hash: string, period: string): PendingUsage {
-    const u = this.byKeyPeriod.get(`${hash}\u0000${period}`);
+    const u = this.byKeyPeriod.get(keyPeriodName(hash, period));
     return u ? { usage: u.usage, byokUsage: u.byokUsage } : NONE;
   }
 
-  private add(c: PendingCharge, keys: readonly string[], sign: bigint): void {
-    this.cost += sign * c.cost;
+  /** Adds the charge to the sums (`adding`), or takes it out of them. No `sign * amount`: each BigInt product is one more allocation. */
+  private add(c: PendingCharge, keys: readonly string[], adding: boolean): void {
+    this.cost = adding ? this.cost + c.cost : this.cost - c.cost;
     for (const k of keys) {
       let u = this.byKeyPeriod.get(k);
       if (!u) this.byKeyPeriod.set(k, (u = { usage: 0n, byokUsage: 0n, count: 0 }));
-      u.usage += sign * c.cost;
-      u.byokUsage += sign * c.byokUsage;
-      u.count += sign > 0n ? 1 : -1;
+      if (adding) {
+        u.usage += c.cost;
+        u.byokUsage += c.byokUsage;
+        u.count += 1;
+      } else {
+        u.usage -= c.cost;
+        u.byokUsage -= c.byokUsage;
+        u.count -= 1;
+      }
       // Nothing pending for it any more: the entry goes (those of every key and period would pile up).
       if (u.count === 0) this.byKeyPeriod.delete(k);
     }

@@ -1,4 +1,5 @@
 import type { ChangeFeed } from '../events/change-feed.js';
+import type { Awaitable } from '../awaitable.js';
 import { FeedCache } from '../events/feed-cache.js';
 import type { ByokSecrets } from '../ledger/ledger.js';
 import type { SecretBox } from './secret-box.js';
@@ -37,7 +38,8 @@ export class ByokVault {
     });
   }
 
-  keysFor(accountId: string): Promise<ReadonlyMap<string, string>> {
+  /** The account's opened keys by provider: at once when cached (awaitable.ts). */
+  keysFor(accountId: string): Awaitable<ReadonlyMap<string, string>> {
     return this.cache.get(accountId, async () => {
       const sealed = await this.secrets.byokSecrets(accountId);
       const keys = new Map<string, string>();

@@ -9,6 +9,8 @@ import type { AppDeps } from '../app-deps.js';
 import { doc } from '../route-doc.js';
 import { writeSse } from '../sse.js';
 import { Cancellation } from '../../cancellation.js';
+import { isPromise, type Awaitable } from '../../awaitable.js';
+import type { KeyRecord } from '../../ledger/ledger.js';
 
 /** The model a request named, for its log line (what the client sent, cut short). */
 function requestedModel(body: unknown): string | undefined {
@@ -33,10 +35,22 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
   // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
   // is a 401 whatever the body holds.
   const onRequest = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
-    authenticateKey(req, ledger, clock, 'inference').then((key) => {
-      req.authenticatedKey = key;
-      done();
-    }, done);
+    let key: Awaitable<KeyRecord>;
+    try {
+      key = authenticateKey(req, ledger, clock, 'inference');
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    if (isPromise(key)) {
+      key.then((k) => {
+        req.authenticatedKey = k;
+        done();
+      }, done);
+      return;
+    }
+    req.authenticatedKey = key;
+    done();
   };
 
   // Documentation only (route-doc.ts): nothing validates or serialises this route's answers with these schemas.
