@@ -413,6 +413,23 @@ for (const [name, make] of stores) {
   });
 }
 
+describe('hold store: Redis, one argument an operation', () => {
+  it.runIf(redisUrl)('refuses an operation whose field holds a tab, rather than shifting the fields after it', async () => {
+    const t = await redisTarget();
+    const store = new RedisHoldStore(t.client, { prefix: t.prefix, clock: new ManualClock(1_000_000), syncEveryMs: 0 });
+    try {
+      await store.record(snapshot(10n * C));
+      const err = await Promise.resolve(store.admit(req('a\tb', { balance: C }))).catch((e: unknown) => e);
+      expect(String(err)).toContain('holds a tab');
+      // Nothing was held: the whole balance is still there for the next request.
+      expect(await store.admit(req('c', { balance: 10n * C }))).toMatchObject({ ok: true });
+    } finally {
+      await store.close();
+      await t.close();
+    }
+  });
+});
+
 describe('hold store: memory and Redis agree (random operations)', () => {
   it.runIf(redisUrl)(
     'answer every admission, settlement and view alike',

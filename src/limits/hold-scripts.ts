@@ -273,7 +273,8 @@ end
 
 /**
  * Everything this process does to one account's holds in one event-loop turn, in one call, applied in
- * order (see turn-batches.ts). ARGV: now, then the operations, each a code and its fields:
+ * order (see turn-batches.ts). ARGV: now, then the operations, one argument each: a code and its
+ * fields, each ended by a tab (redis-hold-store.ts, opArgument):
  *   'A' id leaseMs refuseNegative(0/1)
  *       keyHash('' for none) keyPeriod includeByok(0/1) limitHi limitLo amountHi amountLo
  *       balance('' for none, else 1) amountHi amountLo
@@ -293,44 +294,51 @@ end
  */
 export const APPLY = `${COMMON}
 purge()
+-- Each operation is one argument, its fields each ended by a tab (an argument a field cost the
+-- gateway one RESP element each to write and Redis one to read): ARG is ARGV with them split back, so
+-- that every field keeps its place.
+local ARG = { ARGV[1] }
+for i = 2, #ARGV do
+  for field in string.gmatch(ARGV[i], '([^\\t]*)\\t') do ARG[#ARG + 1] = field end
+end
 local function admit(a)
-  local id, lease = ARGV[a], tonumber(ARGV[a + 1])
+  local id, lease = ARG[a], tonumber(ARG[a + 1])
   local bh, bl = money()
-  local keyHash, keyPeriod = ARGV[a + 3], ARGV[a + 4]
+  local keyHash, keyPeriod = ARG[a + 3], ARG[a + 4]
   local kuh, kul, kbh, kbl
   if keyHash ~= '' then kuh, kul, kbh, kbl = key_usage(keyHash, keyPeriod) end
   if bh == nil or (keyHash ~= '' and kuh == nil) then
     return { 'snapshot', bh == nil and '1' or '0', (keyHash ~= '' and kuh == nil) and '1' or '0' }
   end
-  if ARGV[a + 2] == '1' and bh < 0 then return { 'negative', fmt(bh), fmt(bl) } end
+  if ARG[a + 2] == '1' and bh < 0 then return { 'negative', fmt(bh), fmt(bl) } end
   if keyHash ~= '' then
     local uh, ul = kuh, kul
-    if ARGV[a + 5] == '1' then uh, ul = add(uh, ul, kbh, kbl) end
+    if ARG[a + 5] == '1' then uh, ul = add(uh, ul, kbh, kbl) end
     local hh, hl = total('k:' .. keyHash)
     local nh, nl = add(uh, ul, hh, hl)
-    nh, nl = add(nh, nl, tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]))
-    if lt(tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7]), nh, nl) then return { 'key', fmt(uh), fmt(ul), fmt(hh), fmt(hl) } end
+    nh, nl = add(nh, nl, tonumber(ARG[a + 8]), tonumber(ARG[a + 9]))
+    if lt(tonumber(ARG[a + 6]), tonumber(ARG[a + 7]), nh, nl) then return { 'key', fmt(uh), fmt(ul), fmt(hh), fmt(hl) } end
   end
-  if ARGV[a + 10] ~= '' then
+  if ARG[a + 10] ~= '' then
     local hh, hl = total('r')
-    local nh, nl = add(hh, hl, tonumber(ARGV[a + 11]), tonumber(ARGV[a + 12]))
+    local nh, nl = add(hh, hl, tonumber(ARG[a + 11]), tonumber(ARG[a + 12]))
     local ah, al = bh, bl
     if ah < 0 then ah, al = 0, 0 end
     if lt(ah, al, nh, nl) then return { 'balance', fmt(bh), fmt(bl), fmt(hh), fmt(hl) } end
   end
   local budgetHi, budgetLo
-  if ARGV[a + 13] ~= '' and lt(bh, bl, tonumber(ARGV[a + 16]), tonumber(ARGV[a + 17])) then
+  if ARG[a + 13] ~= '' and lt(bh, bl, tonumber(ARG[a + 16]), tonumber(ARG[a + 17])) then
     if bh < 0 or (bh == 0 and bl == 0) then
       budgetHi, budgetLo = 0, 0
     else
-      local ppm = tonumber(ARGV[a + 18])
+      local ppm = tonumber(ARG[a + 18])
       local whole = bh * ppm
       local sh = math.floor(whole / 1000000)
       budgetHi, budgetLo = norm(sh, (whole - sh * 1000000) * 1000 + math.floor(bl * ppm / 1000000))
-      local ch, cl = tonumber(ARGV[a + 19]), tonumber(ARGV[a + 20])
+      local ch, cl = tonumber(ARG[a + 19]), tonumber(ARG[a + 20])
       if lt(ch, cl, budgetHi, budgetLo) then budgetHi, budgetLo = ch, cl end
     end
-    local ah, al = tonumber(ARGV[a + 14]), tonumber(ARGV[a + 15])
+    local ah, al = tonumber(ARG[a + 14]), tonumber(ARG[a + 15])
     if lt(budgetHi, budgetLo, ah, al) then return { 'weight', fmt(budgetHi), fmt(budgetLo) } end
     local hh, hl = total('b')
     local nh, nl = add(hh, hl, ah, al)
@@ -345,30 +353,30 @@ local function admit(a)
   end
   local untilMs = now + lease
   local untilText = fmt(untilMs)
-  if keyHash ~= '' then put_hold('k:' .. keyHash, id, ARGV[a + 8], ARGV[a + 9], untilMs, untilText, '0') end
-  if ARGV[a + 10] ~= '' then put_hold('r', id, ARGV[a + 11], ARGV[a + 12], untilMs, untilText, '0') end
-  if budgetHi ~= nil then put_hold('b', id, ARGV[a + 14], ARGV[a + 15], untilMs, untilText, '0') end
+  if keyHash ~= '' then put_hold('k:' .. keyHash, id, ARG[a + 8], ARG[a + 9], untilMs, untilText, '0') end
+  if ARG[a + 10] ~= '' then put_hold('r', id, ARG[a + 11], ARG[a + 12], untilMs, untilText, '0') end
+  if budgetHi ~= nil then put_hold('b', id, ARG[a + 14], ARG[a + 15], untilMs, untilText, '0') end
   return { 'ok', nowText, fmt(bh), fmt(bl), budgetHi ~= nil and '1' or '0' }
 end
 local function settle(a)
-  local id, keyHash = ARGV[a], ARGV[a + 5]
-  local ch, cl, yh, yl = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local id, keyHash = ARG[a], ARG[a + 5]
+  local ch, cl, yh, yl = tonumber(ARG[a + 1]), tonumber(ARG[a + 2]), tonumber(ARG[a + 3]), tonumber(ARG[a + 4])
   local costly = ch > 0 or cl > 0
   if drop_hold('b', id) and costly then
-    local untilMs = now + tonumber(ARGV[a + 9])
-    put_hold('b', id, ARGV[a + 1], ARGV[a + 2], untilMs, fmt(untilMs), '1')
+    local untilMs = now + tonumber(ARG[a + 9])
+    put_hold('b', id, ARG[a + 1], ARG[a + 2], untilMs, fmt(untilMs), '1')
   end
   drop_hold('r', id)
   drop_hold('k:' .. keyHash, id)
   if costly or yh > 0 or yl > 0 then
-    pend_put(id, { ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], keyHash, ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], fmt(now + tonumber(ARGV[a + 10])) })
+    pend_put(id, { ARG[a + 1], ARG[a + 2], ARG[a + 3], ARG[a + 4], keyHash, ARG[a + 6], ARG[a + 7], ARG[a + 8], fmt(now + tonumber(ARG[a + 10])) })
   end
   return a + 11
 end
 local function renew(a)
-  local id = ARGV[a]
-  local untilMs = now + tonumber(ARGV[a + 2])
-  for _, scope in ipairs({ 'b', 'r', 'k:' .. ARGV[a + 1] }) do
+  local id = ARG[a]
+  local untilMs = now + tonumber(ARG[a + 2])
+  for _, scope in ipairs({ 'b', 'r', 'k:' .. ARG[a + 1] }) do
     local v = hold_get(scope .. '|' .. id)
     if v then
       local hi, lo, was, settling = four(v)
@@ -393,30 +401,30 @@ local function newer(field, value)
   snapshots[field] = value
 end
 local function record(a)
-  if ARGV[a] ~= '' then newer('a', ARGV[a]) end
-  local n = tonumber(ARGV[a + 1])
-  for i = 0, n - 1 do newer('k|' .. ARGV[a + 2 + 2 * i], ARGV[a + 3 + 2 * i]) end
+  if ARG[a] ~= '' then newer('a', ARG[a]) end
+  local n = tonumber(ARG[a + 1])
+  for i = 0, n - 1 do newer('k|' .. ARG[a + 2 + 2 * i], ARG[a + 3 + 2 * i]) end
   local at = a + 2 + 2 * n
-  local m = tonumber(ARGV[at])
+  local m = tonumber(ARG[at])
   if m > 0 then pending_sums() end
   for i = at + 1, at + m, 500 do
     local j = math.min(i + 499, at + m)
-    local entries = redis.call('HMGET', KP, unpack(ARGV, i, j))
+    local entries = redis.call('HMGET', KP, unpack(ARG, i, j))
     local seen = {}
     for e = 1, j - i + 1 do
-      local id = ARGV[i + e - 1]
+      local id = ARG[i + e - 1]
       if entries[e] and not seen[id] then pend_change(entry(entries[e]), -1) end
       seen[id] = true
     end
-    redis.call('HDEL', KP, unpack(ARGV, i, j))
+    redis.call('HDEL', KP, unpack(ARG, i, j))
   end
-  for i = at + 1, at + m do deadlines['p|' .. ARGV[i]] = false end
+  for i = at + 1, at + m do deadlines['p|' .. ARG[i]] = false end
   return at + m + 1
 end
 local answers = { nowText }
 local i = 2
-while i <= #ARGV do
-  local op = ARGV[i]
+while i <= #ARG do
+  local op = ARG[i]
   if op == 'A' then
     answers[#answers + 1] = admit(i + 1)
     i = i + 22
