@@ -1,6 +1,7 @@
 import type { Clock, Timer } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
 import { periodKeys } from '../ledger/periods.js';
+import { isPromise, type Awaitable } from '../awaitable.js';
 import type { HoldStore } from '../limits/hold-store.js';
 
 export interface TicketOptions {
@@ -81,19 +82,45 @@ export class Ticket {
     this.timer = undefined;
   }
 
-  /** Replaces the holds with the actual cost; `recorded` resolves when the charge is in the ledger's tables. */
-  async settle(actual: ActualCost, recorded: Promise<void>): Promise<void> {
+  /**
+   * Replaces the holds with the actual cost: done when it answers (at once with a store in this
+   * process: awaitable.ts), and a failure of the store throws or rejects. The pending charge is then
+   * renewed until `recorded` resolves (the charge is in the ledger's tables); `onError` is told if it
+   * rejects. No promise of its own: every request settles through here.
+   */
+  settle(actual: ActualCost, recorded: Promise<void>, onError: (err: unknown) => void): Awaitable<void> {
     if (this.done) return;
     this.done = true;
     const { holds, clock, accountId, id, keyHash, windowMs, leaseMs, onEnded } = this.o;
     onEnded?.(clock.now() - this.admittedAt);
     if (!holds) return;
+    const stop = () => this.stopRenewing();
+    const renewUntilRecorded = () => {
+      recorded.then(stop, (err: unknown) => {
+        stop();
+        onError(err);
+      });
+    };
+    let settled: Awaitable<void>;
     try {
-      const p = periodKeys(actual.createdAt);
-      await holds.settle({ accountId, id, cost: actual.cost, byokUsage: actual.byokUsage, keyHash, periods: p, windowMs, leaseMs });
-      await recorded;
-    } finally {
-      this.stopRenewing();
+      settled = holds.settle({
+        accountId,
+        id,
+        cost: actual.cost,
+        byokUsage: actual.byokUsage,
+        keyHash,
+        periods: periodKeys(actual.createdAt),
+        windowMs,
+        leaseMs,
+      });
+    } catch (err) {
+      stop();
+      throw err;
     }
+    if (!isPromise(settled)) return renewUntilRecorded();
+    return settled.then(renewUntilRecorded, (err: unknown) => {
+      stop();
+      throw err;
+    });
   }
 }

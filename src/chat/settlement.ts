@@ -1,4 +1,5 @@
-import type { Ticket } from '../admission/ticket.js';
+import type { ActualCost, Ticket } from '../admission/ticket.js';
+import { isPromise } from '../awaitable.js';
 import type { Charge, Charges, UsageSource } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -90,14 +91,14 @@ export class Settlement {
       createdAt: this.base.startedAt,
       latencyMs: Math.max(0, input.endedAt - this.base.startedAt),
     };
-    const { metrics, now, onError } = this.hooks;
+    const { metrics, now } = this.hooks;
     const settledAt = now();
     const written = this.ledger.charge(charge);
     metrics.held(-this.ticket.held);
     metrics.charged(charge.model, charge.provider, cost, charge.tokensPrompt, charge.tokensCompletion);
     void written.then(() => metrics.chargeLag((now() - settledAt) / 1000));
     // The holds' pending charge is renewed until the charge is in the ledger's tables (after it is durable).
-    this.ticket.settle({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, this.ledger.recorded(charge.id)).catch(onError);
+    this.settleTicket({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, this.ledger.recorded(charge.id));
     this.result = { cost, listCost, durable: this.ledger.awaitDurable(written) };
     return this.result;
   }
@@ -107,6 +108,17 @@ export class Settlement {
     if (this.result) return;
     this.result = { cost: 0n, listCost: 0n, durable: Promise.resolve(true) };
     this.hooks.metrics.held(-this.ticket.held);
-    this.ticket.settle({ cost: 0n, byokUsage: 0n, createdAt: this.base.startedAt }, Promise.resolve()).catch(this.hooks.onError);
+    this.settleTicket({ cost: 0n, byokUsage: 0n, createdAt: this.base.startedAt }, Promise.resolve());
+  }
+
+  /** The ticket's holds settled, whatever fails reported (never thrown: the charge itself stands). */
+  private settleTicket(actual: ActualCost, recorded: Promise<void>): void {
+    const { onError } = this.hooks;
+    try {
+      const settled = this.ticket.settle(actual, recorded, onError);
+      if (isPromise(settled)) settled.catch(onError);
+    } catch (err) {
+      onError(err);
+    }
   }
 }
