@@ -430,6 +430,41 @@ describe('hold store: Redis, one argument an operation', () => {
   });
 });
 
+describe('hold store: Redis, a ledger commit whose record failed', () => {
+  it.runIf(redisUrl)('is recorded when the store syncs: its snapshot replaces the pending charge, which is not counted twice', async () => {
+    const t = await redisTarget();
+    const store = new RedisHoldStore(t.client, { prefix: t.prefix, clock: new ManualClock(1_000_000), syncEveryMs: 0 });
+    const scripts = t.client as unknown as { tollgateApply: (...args: string[]) => Promise<unknown> };
+    try {
+      await store.record(snapshot(10n * C));
+      await store.record(keySnapshot(0n));
+      const key = { hash: KEY, period: DAY, includeByok: false, limit: 10n * C, amount: C };
+      expect(await store.admit(req('a', { key, balance: C }))).toMatchObject({ ok: true });
+      await store.settle(settle('a', 2n * C)); // pending: 2
+      // The ledger commits 'a' (key usage 2 at seq 2, balance 8), and Redis refuses that record once.
+      const apply = scripts.tollgateApply;
+      scripts.tollgateApply = () => Promise.reject(new Error('Redis refused the write'));
+      await store.record({ ...keySnapshot(2n * C, 2n), account: { seq: 2n, balance: 8n * C, totalUsage: 2n * C }, committed: ['a'] });
+      scripts.tollgateApply = apply;
+      await store.sync(); // the record is written again
+      let view = await store.view(A, { hash: KEY, periods: [DAY] });
+      expect(view?.keyUsage?.get(DAY)).toEqual({ usage: 2n * C, byokUsage: 0n });
+      expect(view).toMatchObject({ balance: 8n * C, totalUsage: 2n * C });
+      // A later commit's snapshot counts 'a' too: had the first record been lost, 'a' would still be
+      // pending beside it, counted twice.
+      expect(await store.admit(req('b', { key, balance: C }))).toMatchObject({ ok: true });
+      await store.settle(settle('b', C));
+      await store.record({ ...keySnapshot(3n * C, 3n), account: { seq: 3n, balance: 7n * C, totalUsage: 3n * C }, committed: ['b'] });
+      view = await store.view(A, { hash: KEY, periods: [DAY] });
+      expect(view?.keyUsage?.get(DAY)).toEqual({ usage: 3n * C, byokUsage: 0n });
+      expect(view).toMatchObject({ balance: 7n * C, totalUsage: 3n * C });
+    } finally {
+      await store.close();
+      await t.close();
+    }
+  });
+});
+
 describe('hold store: memory and Redis agree (random operations)', () => {
   it.runIf(redisUrl)(
     'answer every admission, settlement and view alike',

@@ -192,6 +192,15 @@ export class RedisHoldStore implements HoldStore {
     return this.redis[script](...this.keys(accountId), this.now(), ...args);
   }
 
+  /**
+   * One APPLY call of `ops` (each an operation's fields, hold-scripts.ts) on the account's keys, within
+   * the store's deadline. Throws at once, before anything is sent, for a field it cannot carry.
+   */
+  private applyCall(accountId: string, ops: ReadonlyArray<readonly string[]>): Promise<unknown> {
+    const args = ops.map(opArgument);
+    return withinDeadline(this.timeoutMs, () => this.call('tollgateApply', accountId, args));
+  }
+
   admit(req: AdmitRequest): Promise<AdmitResult> {
     const args = ['A', req.id, String(req.leaseMs), req.refuseNegative ? '1' : '0'];
     if (req.key) args.push(req.key.hash, req.key.period, req.key.includeByok ? '1' : '0', ...parts(req.key.limit), ...parts(req.key.amount));
@@ -318,8 +327,10 @@ export class RedisHoldStore implements HoldStore {
   private async apply(accountId: string, ops: Write[]): Promise<void> {
     let answers: unknown[];
     try {
-      const args = ops.map((op) => opArgument(op.args));
-      answers = (await withinDeadline(this.timeoutMs, () => this.call('tollgateApply', accountId, args))) as unknown[];
+      answers = (await this.applyCall(
+        accountId,
+        ops.map((op) => op.args),
+      )) as unknown[];
     } catch (err) {
       for (const op of ops) op.failed(err);
       this.options.onError?.(err);
@@ -386,7 +397,7 @@ export class RedisHoldStore implements HoldStore {
       }
       while (this.unrecorded.length > 0) {
         const update = this.unrecorded[0] as LedgerUpdate;
-        await withinDeadline(this.timeoutMs, () => this.call('tollgateApply', update.accountId, recordArgs(update)));
+        await this.applyCall(update.accountId, [recordArgs(update)]);
         this.unrecorded.shift();
       }
     } catch (err) {
