@@ -423,6 +423,10 @@ describe('hold store: Redis, one argument an operation', () => {
       expect(String(err)).toContain('holds a tab');
       // Nothing was held: the whole balance is still there for the next request.
       expect(await store.admit(req('c', { balance: 10n * C }))).toMatchObject({ ok: true });
+      // The script itself refuses a call in another form (a field an argument) instead of reading it as nothing.
+      const keys = ['s', 'h', 't', 'p', 'z'].map((k) => `${t.prefix}{${A}}:${k}`);
+      const apply = (t.client as unknown as { tollgateApply: (...args: string[]) => Promise<unknown> }).tollgateApply.bind(t.client);
+      await expect(apply(...keys, '', 'R', '', '0', '0')).rejects.toThrow('does not end with a tab');
     } finally {
       await store.close();
       await t.close();

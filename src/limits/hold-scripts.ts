@@ -293,14 +293,16 @@ end
  * Answers {now, then one answer per operation: an admission's, or 1}.
  */
 export const APPLY = `${COMMON}
-purge()
 -- Each operation is one argument, its fields each ended by a tab (an argument a field cost the
 -- gateway one RESP element each to write and Redis one to read): ARG is ARGV with them split back, so
 -- that every field keeps its place.
 local ARG = { ARGV[1] }
 for i = 2, #ARGV do
+  -- An argument in any other form (one a field, as before) is refused whole rather than read as nothing.
+  if string.byte(ARGV[i], -1) ~= 9 then return redis.error_reply('APPLY: operation ' .. (i - 1) .. ' does not end with a tab') end
   for field in string.gmatch(ARGV[i], '([^\\t]*)\\t') do ARG[#ARG + 1] = field end
 end
+purge()
 local function admit(a)
   local id, lease = ARG[a], tonumber(ARG[a + 1])
   local bh, bl = money()
