@@ -9,6 +9,7 @@
  */
 export type Awaitable<T> = T | Promise<T>;
 
+/** Native promises only: every Awaitable here is a value or a native promise (an async function's, or `new Promise`). */
 export function isPromise<T>(value: Awaitable<T>): value is Promise<T> {
   return value instanceof Promise;
 }

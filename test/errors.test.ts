@@ -65,6 +65,8 @@ describe('error answers', () => {
     await gw.admin.patchKey(disabled.hash, { disabled: true });
     await expectError(await chat(gw, disabled.key, { model: 'demo/echo', messages: hi }), 401, /disabled/);
     await expectError(await gw.fetch('/api/v1/key', { token: disabled.key }), 401, /disabled/);
+    // Again, the key now cached: refused at once in the route's key check (no promise), the same 401.
+    await expectError(await chat(gw, disabled.key, { model: 'demo/echo', messages: hi }), 401, /disabled/);
     const expiring = await gw.account(10, { expires_at: new Date(clock.now() + 60_000).toISOString() });
     expect((await chat(gw, expiring.key, { model: 'demo/echo', messages: hi })).status).toBe(200);
     clock.advance(60_000);

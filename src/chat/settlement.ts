@@ -97,9 +97,10 @@ export class Settlement {
     metrics.held(-this.ticket.held);
     metrics.charged(charge.model, charge.provider, cost, charge.tokensPrompt, charge.tokensCompletion);
     void written.then(() => metrics.chargeLag((now() - settledAt) / 1000));
+    // Settled from here on, whatever the ticket's settlement reports: a second call answers this.
+    this.result = { cost, listCost, durable: this.ledger.awaitDurable(written) };
     // The holds' pending charge is renewed until the charge is in the ledger's tables (after it is durable).
     this.settleTicket({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, this.ledger.recorded(charge.id));
-    this.result = { cost, listCost, durable: this.ledger.awaitDurable(written) };
     return this.result;
   }
 

@@ -192,13 +192,9 @@ export class RedisHoldStore implements HoldStore {
     return this.redis[script](...this.keys(accountId), this.now(), ...args);
   }
 
-  /**
-   * One APPLY call of `ops` (each an operation's fields, hold-scripts.ts) on the account's keys, within
-   * the store's deadline. Throws at once, before anything is sent, for a field it cannot carry.
-   */
-  private applyCall(accountId: string, ops: ReadonlyArray<readonly string[]>): Promise<unknown> {
-    const args = ops.map(opArgument);
-    return withinDeadline(this.timeoutMs, () => this.call('tollgateApply', accountId, args));
+  /** One APPLY call of operations already in the script's form (opArgument) on the account's keys, within the store's deadline. */
+  private applyCall(accountId: string, encoded: string[]): Promise<unknown> {
+    return withinDeadline(this.timeoutMs, () => this.call('tollgateApply', accountId, encoded));
   }
 
   admit(req: AdmitRequest): Promise<AdmitResult> {
@@ -323,14 +319,26 @@ export class RedisHoldStore implements HoldStore {
     return this.writes.add(update.accountId, { args: recordArgs(update), applied: () => undefined, failed: () => this.unrecorded.push(update) }, false);
   }
 
-  /** One account's queued operations in one call; each is told its outcome. Never throws. */
-  private async apply(accountId: string, ops: Write[]): Promise<void> {
+  /**
+   * One account's queued operations in one call; each is told its outcome. Never throws. An operation
+   * that cannot be put in the script's form fails alone; the others go.
+   */
+  private async apply(accountId: string, queued: Write[]): Promise<void> {
+    const ops: Write[] = [];
+    const encoded: string[] = [];
+    for (const op of queued) {
+      try {
+        encoded.push(opArgument(op.args));
+        ops.push(op);
+      } catch (err) {
+        op.failed(err);
+        this.options.onError?.(err);
+      }
+    }
+    if (ops.length === 0) return;
     let answers: unknown[];
     try {
-      answers = (await this.applyCall(
-        accountId,
-        ops.map((op) => op.args),
-      )) as unknown[];
+      answers = (await this.applyCall(accountId, encoded)) as unknown[];
     } catch (err) {
       for (const op of ops) op.failed(err);
       this.options.onError?.(err);
@@ -397,7 +405,16 @@ export class RedisHoldStore implements HoldStore {
       }
       while (this.unrecorded.length > 0) {
         const update = this.unrecorded[0] as LedgerUpdate;
-        await this.applyCall(update.accountId, [recordArgs(update)]);
+        let encoded: string;
+        try {
+          encoded = opArgument(recordArgs(update));
+        } catch (err) {
+          // It can never be written: reported and dropped, not left to hold back the records behind it.
+          this.options.onError?.(err);
+          this.unrecorded.shift();
+          continue;
+        }
+        await this.applyCall(update.accountId, [encoded]);
         this.unrecorded.shift();
       }
     } catch (err) {
