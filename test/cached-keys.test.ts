@@ -102,6 +102,26 @@ describe('CachedKeys', () => {
     expect(db.reads).toBe(1);
   });
 
+  it('answers a cached key at once (no promise), and a read that throws at once as a rejection, not kept', async () => {
+    const { db, keys } = setup();
+    const first = keys.findKey('k1');
+    expect(first).toBeInstanceOf(Promise); // read from the database
+    expect((await first)?.hash).toBe('k1');
+    const hit = keys.findKey('k1');
+    expect(hit).not.toBeInstanceOf(Promise); // a hit: the value itself
+    expect((hit as KeyRecord | undefined)?.hash).toBe('k1');
+    // A database call that throws before it returns a promise: the caller gets a rejection, and the
+    // next read tries again rather than finding the failure cached.
+    const findKey = db.findKey.bind(db);
+    db.findKey = () => {
+      throw new Error('connection refused');
+    };
+    await expect(Promise.resolve(keys.findKey('k2'))).rejects.toThrow('connection refused');
+    db.findKey = findKey;
+    db.rows.set('k2', stored(newKey('k2')));
+    expect((await keys.findKey('k2'))?.hash).toBe('k2');
+  });
+
   it('drops a key when another process publishes a change to it: the next request sees it disabled', async () => {
     const { db, feed, keys } = setup();
     await keys.findKey('k1');

@@ -112,6 +112,20 @@ describe('issue 7: the gateway charges what a request really costs', () => {
       expect(((await res.json()) as ChatAnswer).usage.cost).toBeCloseTo(cost, 9);
     };
 
+    it('a prompt the byte bound overestimates is counted exactly before a refusal: a key that covers the exact estimate is admitted', async () => {
+      const text = 'the quick brown fox jumps over the lazy dog '.repeat(50); // 2,200 bytes, ~450 tokens
+      up.script({ kind: 'json', body: answer(usage(460, 1)) });
+      const bound = (3 + 3 + Buffer.byteLength(text) + 1) * 0.001; // a token a byte, and the completion's one
+      // Half the byte bound: refused by it, but well above what the prompt really counts (~0.46).
+      const acct = await gw.account(100, { limit: bound / 2 });
+      const res = await ask(acct.key, { messages: [{ role: 'user', content: text }], max_tokens: 1 });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as ChatAnswer).usage.cost).toBeCloseTo(0.461, 9);
+      // A limit below the exact count is still refused.
+      const tight = await gw.account(100, { limit: 0.1 });
+      await keyLimitRefusal(await ask(tight.key, { messages: [{ role: 'user', content: text }], max_tokens: 1 }));
+    });
+
     it('an image part (OpenAI bills a 2048×768 high-detail image 1,445 tokens inside prompt_tokens)', async () => {
       const image = { type: 'image_url', image_url: { url: 'https://example.test/cat.png', detail: 'high' } };
       await bills({ role: 'user', content: [{ type: 'text', text: 'what is this?' }, image] }, 1445 + 12);
