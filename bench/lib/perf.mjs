@@ -4,6 +4,7 @@
 // socket and file work, V8's garbage collector and compiler threads, SQLite's C code, malloc. Node
 // processes run with --perf-basic-prof-only-functions, so that perf can name JIT-compiled functions.
 import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { areaOfUrl, fmt, topList } from './report.mjs';
 
@@ -24,6 +25,28 @@ export function findPerf() {
   }
 }
 
+/** Resolves once process `perfPid` has a perf_event descriptor open (and a few ms more), or after 10 s, or once it exits. */
+async function attached(perfPid, exited) {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const counting = () => {
+    try {
+      return readdirSync(`/proc/${perfPid}/fd`).some((fd) => {
+        try {
+          return readlinkSync(`/proc/${perfPid}/fd/${fd}`).includes('perf_event');
+        } catch {
+          return false;
+        }
+      });
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + 10_000;
+  while (!gone && !counting() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
 /** Starts recording process `pid` (every thread) into `file`; `stop()` ends the recording once perf wrote it. */
 export async function recordPerf(pid, file) {
   const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(FREQUENCY), '-g', '-p', String(pid), '-o', file], {
@@ -32,8 +55,9 @@ export async function recordPerf(pid, file) {
   let err = '';
   perf.stderr.on('data', (d) => (err += d));
   const exited = new Promise((resolve) => perf.on('exit', (code, signal) => resolve({ code, signal })));
-  // perf attaches within a few ms; give it time before the load starts.
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // The load starts once perf counts: once it holds a perf_event descriptor of its own (it opens one a
+  // thread of `pid` as it attaches), which on a busy machine can take longer than any fixed wait.
+  await attached(perf.pid, exited);
   return {
     async stop() {
       perf.kill('SIGINT');
