@@ -35,16 +35,7 @@ interface AccountState {
 const MAX_ACCOUNTS = 100_000;
 const BUDGET = 'b';
 const BALANCE = 'r';
-/** A key's scope name (`k:` and its hash), the same string each time (periods.ts, keyPeriodName, says why). */
-const keyScopes = new Map<string, string>();
-function keyScope(hash: string): string {
-  let name = keyScopes.get(hash);
-  if (name === undefined) {
-    if (keyScopes.size >= 10_000) keyScopes.clear();
-    keyScopes.set(hash, (name = `k:${hash}`));
-  }
-  return name;
-}
+const keyScope = (hash: string) => `k:${hash}`;
 
 /**
  * Holds and the money view in this process: one node's limits, exact, with no round trip. The same
