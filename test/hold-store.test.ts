@@ -472,6 +472,87 @@ describe('hold store: Redis, a ledger commit whose record failed', () => {
   });
 });
 
+describe('hold store: Redis, records of ledger commits from several processes', () => {
+  // Two processes on one Redis: each records its own commits as they return, so a later commit's
+  // record can land first. Its snapshot already counts the earlier commit's charges, which are still
+  // pending until the earlier record lands.
+  const twoProcesses = async () => {
+    const t = await redisTarget();
+    const clock = new ManualClock(1_000_000);
+    const [p1, p2] = [0, 1].map(() => new RedisHoldStore(t.client, { prefix: t.prefix, clock, syncEveryMs: 0 }));
+    return {
+      p1: p1 as RedisHoldStore,
+      p2: p2 as RedisHoldStore,
+      clock,
+      close: async () => (await Promise.all([p1?.close(), p2?.close()]), await t.close()),
+    };
+  };
+  const commit = (seq: bigint, balance: bigint, usage: bigint, committed: string[]): LedgerUpdate => ({
+    ...keySnapshot(usage, seq),
+    account: { seq, balance, totalUsage: usage },
+    committed,
+  });
+  const keyAt = (amount: bigint) => ({ hash: KEY, period: DAY, includeByok: false, limit: 4n * C, amount });
+  const used = async (store: HoldStore) => {
+    const v = await store.view(A, { hash: KEY, periods: [DAY] });
+    return { balance: v?.balance, key: v?.keyUsage?.get(DAY)?.usage };
+  };
+
+  it.runIf(redisUrl)('a later commit recorded first counts nothing twice: it waits for the one before it', async () => {
+    const { p1, p2, close } = await twoProcesses();
+    try {
+      await p1.record(snapshot(10n * C));
+      await p1.record(keySnapshot(0n));
+      // p1's request costs 1, p2's 2; the ledger commits p1's (seq 2), then p2's (seq 3).
+      expect(await p1.admit(req('a', { key: keyAt(C), balance: C }))).toMatchObject({ ok: true });
+      expect(await p2.admit(req('b', { key: keyAt(2n * C), balance: 2n * C }))).toMatchObject({ ok: true });
+      await p1.settle(settle('a', C));
+      await p2.settle(settle('b', 2n * C));
+      // p2's record lands first. Its snapshot (usage 3) counts 'a', which is still pending.
+      await p2.record(commit(3n, 7n * C, 3n * C, ['b']));
+      expect(await used(p2)).toEqual({ balance: 7n * C, key: 3n * C });
+      // The key's limit is 4: 3 used, so 1 more fits (counted twice, it would read 4 and refuse).
+      expect(await p2.admit(req('c', { key: keyAt(C), balance: C }))).toMatchObject({ ok: true });
+      await p2.settle(settle('c', 0n));
+      // p1's record lands: the one waiting goes with it, and the view stays exact.
+      await p1.record(commit(2n, 9n * C, C, ['a']));
+      expect(await used(p1)).toEqual({ balance: 7n * C, key: 3n * C });
+      // Nothing was left waiting: a commit after them is applied at once.
+      await p2.record(commit(4n, 7n * C, 3n * C, []));
+      expect(await used(p2)).toEqual({ balance: 7n * C, key: 3n * C });
+    } finally {
+      await close();
+    }
+  });
+
+  it.runIf(redisUrl)('a record that never comes holds the ones after it back for three seconds at most; a key seen first is written at once', async () => {
+    const { p1, p2, clock, close } = await twoProcesses();
+    try {
+      await p1.record(snapshot(10n * C));
+      await p1.record(keySnapshot(0n));
+      await p1.admit(req('a', { key: keyAt(C), balance: C }));
+      await p1.settle(settle('a', C)); // its process dies after its commit (seq 2), before recording it
+      // A credit of 100 (seq 3) lands, skipping seq 2: it waits; the balance is the snapshot less 'a'.
+      await p2.record({ accountId: A, account: { seq: 3n, balance: 109n * C, totalUsage: C } });
+      expect(await used(p2)).toEqual({ balance: 9n * C, key: C });
+      // A key first used now is admitted (its snapshot goes in at once, though its seq skips one).
+      const k2 = { hash: 'k2', period: DAY, includeByok: false, limit: 4n * C, amount: C };
+      await p2.record({ ...keySnapshot(0n, 3n, 0n, 'k2'), account: { seq: 3n, balance: 109n * C, totalUsage: C } });
+      expect(await p2.admit(req('k2-first', { key: k2 }))).toMatchObject({ ok: true });
+      clock.advance(2999);
+      expect((await used(p2)).balance).toBe(9n * C);
+      // Three seconds on, it is applied without the one before it. 'a' is then counted twice (in the
+      // snapshot and pending) until its lease ends, when the snapshot is dropped and read again.
+      clock.advance(1);
+      expect(await used(p2)).toEqual({ balance: 108n * C, key: C });
+      clock.advance(30_000);
+      expect(await p2.view(A)).toBeUndefined();
+    } finally {
+      await close();
+    }
+  });
+});
+
 describe('hold store: memory and Redis agree (random operations)', () => {
   it.runIf(redisUrl)(
     'answer every admission, settlement and view alike',

@@ -1,13 +1,14 @@
 /**
  * The Redis hold store's Lua scripts (redis-hold-store.ts). Every script works on one account's five keys (KEYS, all with
  * the account's hash tag, so they sit in one Redis Cluster slot):
- *   KEYS[1] s  HASH snapshots: `a` → "seq balHi balLo usageHi usageLo"; `k|HASH|PERIOD` → "seq uHi uLo bHi bLo"
+ *   KEYS[1] s  HASH snapshots: `a` → "seq balHi balLo usageHi usageLo"; `k|HASH|PERIOD` → "seq uHi uLo bHi bLo";
+ *              `q|SEQ` → a record waiting for the records before it (its APPLY fields), `q` → their SEQs
  *   KEYS[2] h  HASH holds: `SCOPE|ID` → "hi lo until settling"
  *   KEYS[3] t  HASH totals: `SCOPE` → "hi lo" of the scope's holds; `p` → "costHi costLo count at" of every pending
  *              charge (how many, and when they were last added up from KEYS[4]), `p:HASH|PERIOD` → "costHi costLo
  *              byokHi byokLo" of the key's pending charges that count in PERIOD
  *   KEYS[4] p  HASH pending charges: `ID` → "costHi costLo byokHi byokLo KEYHASH DAY WEEK MONTH until"
- *   KEYS[5] z  ZSET deadlines: `h|SCOPE|ID` and `p|ID`, scored by until (ms)
+ *   KEYS[5] z  ZSET deadlines: `h|SCOPE|ID`, `p|ID` and `q|SEQ`, scored by until (ms)
  * Scopes: `b` the in-flight budget, `r` running holds on the balance, `k:HASH` running holds on a key.
  *
  * Money never passes through a Lua number whole: an amount is split into (hi, lo) = (⌊n / 10⁹⌋,
@@ -227,14 +228,131 @@ local function scope_holds(prefix)
 end
 local snapshots = {}
 local function snapshot(field) return cached(snapshots, KS, field) end
--- Drops what lapsed by now; a lapsed pending charge drops the snapshots (reload from the ledger).
+local function newer(field, value)
+  local old = snapshot(field)
+  if old and tonumber(match(old, '^%S+')) >= tonumber(match(value, '^%S+')) then return end
+  redis.call('HSET', KS, field, value)
+  snapshots[field] = value
+end
+-- Applies the record of a ledger commit whose fields are F[a], F[a + 1], … (see APPLY's 'R'): each
+-- snapshot when newer, and the pending charges the commit recorded dropped. Answers the index after it.
+local function apply_record(F, a)
+  if F[a] ~= '' then newer('a', F[a]) end
+  local n = tonumber(F[a + 1])
+  for i = 0, n - 1 do newer('k|' .. F[a + 2 + 2 * i], F[a + 3 + 2 * i]) end
+  local at = a + 2 + 2 * n
+  local m = tonumber(F[at])
+  if m > 0 then pending_sums() end
+  for i = at + 1, at + m, 500 do
+    local j = math.min(i + 499, at + m)
+    local entries = redis.call('HMGET', KP, unpack(F, i, j))
+    local seen = {}
+    for e = 1, j - i + 1 do
+      local id = F[i + e - 1]
+      if entries[e] and not seen[id] then pend_change(entry(entries[e]), -1) end
+      seen[id] = true
+    end
+    redis.call('HDEL', KP, unpack(F, i, j))
+  end
+  for i = at + 1, at + m do deadlines['p|' .. F[i]] = false end
+  return at + m + 1
+end
+-- Records come from every process, each as soon as its commit returns, so they can land out of the
+-- order of the account's commits (its sequence number moves by one at each). Applied early, a later
+-- commit's snapshot, which already counts an earlier commit's charges, would be read beside them still
+-- pending: counted twice until the earlier record lands. So a record that skips a sequence number
+-- waits (\`q|SEQ\` in KS, \`q\` listing them), its charges still pending and the snapshot before it in
+-- force (exact: the snapshot and every charge after it), until the records before it land, or for
+-- GAP_MS at most (one that never comes: a process that died between its commit and its record, a
+-- transaction that moved the account without one). A key's first snapshot is written at once (an
+-- admission waits on it), so is a record without the account's.
+local GAP_MS = 3000
+local function seq_of(v) return tonumber(match(v, '^%S+')) end
+local function queued()
+  local v = snapshot('q')
+  local list = {}
+  if v then for w in string.gmatch(v, '%S+') do list[#list + 1] = tonumber(w) end end
+  return list
+end
+local function set_queued(list)
+  if #list == 0 then
+    if snapshot('q') then redis.call('HDEL', KS, 'q') end
+    snapshots['q'] = false
+  else
+    local v = table.concat(list, ' ')
+    redis.call('HSET', KS, 'q', v)
+    snapshots['q'] = v
+  end
+end
+-- Applies the waiting records that now follow the snapshot, and every one up to seq \`upto\` whatever
+-- it follows, in the order of their sequence numbers.
+local function drain(upto)
+  local list = queued()
+  if #list == 0 then return end
+  table.sort(list)
+  local kept = {}
+  for _, t in ipairs(list) do
+    local a = snapshot('a')
+    if t <= upto or not a or t <= seq_of(a) + 1 then
+      local f = 'q|' .. fmt(t)
+      local raw = snapshot(f)
+      if raw then
+        local F = {}
+        for field in string.gmatch(raw, '([^\\t]*)\\t') do F[#F + 1] = field end
+        apply_record(F, 1)
+        redis.call('HDEL', KS, f)
+        snapshots[f] = false
+      end
+      deadlines[f] = false
+    else
+      kept[#kept + 1] = t
+    end
+  end
+  set_queued(kept)
+end
+-- A record, fields F[a], …: applied, or kept waiting for the records before it. Answers the index after it.
+local function record_in_order(F, a)
+  local n = tonumber(F[a + 1])
+  local at = a + 2 + 2 * n
+  local after = at + tonumber(F[at]) + 1
+  local cur = F[a] ~= '' and snapshot('a')
+  local t = cur and seq_of(F[a])
+  if cur and t > seq_of(cur) + 1 then
+    for i = 0, n - 1 do
+      local f = 'k|' .. F[a + 2 + 2 * i]
+      if not snapshot(f) then newer(f, F[a + 3 + 2 * i]) end
+    end
+    local f = 'q|' .. fmt(t)
+    if not snapshot(f) then
+      local raw = table.concat(F, '\\t', a, after - 1) .. '\\t'
+      redis.call('HSET', KS, f, raw)
+      snapshots[f] = raw
+      local list = queued()
+      list[#list + 1] = t
+      set_queued(list)
+      deadlines[f] = now + GAP_MS
+    end
+    return after
+  end
+  apply_record(F, a)
+  drain(-1)
+  return after
+end
+-- Drops what lapsed by now; a lapsed pending charge drops the snapshots (reload from the ledger), the
+-- waiting records first (their charges are in the ledger the snapshots are reloaded from); a record
+-- that waited GAP_MS is applied, with those before it.
 local function purge()
   local gone = redis.call('ZRANGEBYSCORE', KZ, '-inf', now)
   for _, m in ipairs(gone) do
-    if string.sub(m, 1, 2) == 'p|' then
+    local kind = string.sub(m, 1, 2)
+    if kind == 'p|' then
       pend_drop(string.sub(m, 3))
+      drain(math.huge)
       redis.call('DEL', KS)
       snapshots = {}
+      deadlines[m] = false
+    elseif kind == 'q|' then
+      drain(tonumber(string.sub(m, 3)))
       deadlines[m] = false
     else
       local f = string.sub(m, 3)
@@ -289,7 +407,8 @@ end
  *   'N' id keyHash leaseMs: renew the request's running holds and pending charge;
  *   'R' account n (field value)×n m id×m: record a ledger commit, where account is '' or "seq balHi balLo
  *       usageHi usageLo", each (field, value) is ("HASH|PERIOD", "seq uHi uLo bHi bLo") and the ids are
- *       the generations it recorded. Each snapshot is written only when newer.
+ *       the generations it recorded. Each snapshot is written only when newer; a record that skips one of
+ *       the account's sequence numbers waits for the records before it (record_in_order).
  * Answers {now, then one answer per operation: an admission's, or 1}.
  */
 export const APPLY = `${COMMON}
@@ -396,33 +515,6 @@ local function renew(a)
   end
   return a + 3
 end
-local function newer(field, value)
-  local old = snapshot(field)
-  if old and tonumber(match(old, '^%S+')) >= tonumber(match(value, '^%S+')) then return end
-  redis.call('HSET', KS, field, value)
-  snapshots[field] = value
-end
-local function record(a)
-  if ARG[a] ~= '' then newer('a', ARG[a]) end
-  local n = tonumber(ARG[a + 1])
-  for i = 0, n - 1 do newer('k|' .. ARG[a + 2 + 2 * i], ARG[a + 3 + 2 * i]) end
-  local at = a + 2 + 2 * n
-  local m = tonumber(ARG[at])
-  if m > 0 then pending_sums() end
-  for i = at + 1, at + m, 500 do
-    local j = math.min(i + 499, at + m)
-    local entries = redis.call('HMGET', KP, unpack(ARG, i, j))
-    local seen = {}
-    for e = 1, j - i + 1 do
-      local id = ARG[i + e - 1]
-      if entries[e] and not seen[id] then pend_change(entry(entries[e]), -1) end
-      seen[id] = true
-    end
-    redis.call('HDEL', KP, unpack(ARG, i, j))
-  end
-  for i = at + 1, at + m do deadlines['p|' .. ARG[i]] = false end
-  return at + m + 1
-end
 local answers = { nowText }
 local i = 2
 while i <= #ARG do
@@ -433,7 +525,7 @@ while i <= #ARG do
   else
     if op == 'S' then i = settle(i + 1)
     elseif op == 'N' then i = renew(i + 1)
-    elseif op == 'R' then i = record(i + 1)
+    elseif op == 'R' then i = record_in_order(ARG, i + 1)
     else
       flush()
       return redis.error_reply('unknown operation ' .. tostring(op))

@@ -10,7 +10,7 @@ import { TurnBatches } from './turn-batches.js';
 const BASE = 1_000_000_000n;
 
 /**
- * How long a write nobody waits for (a renewal) may wait for an admission
+ * How long a write nobody waits for (a renewal, a commit's record) may wait for an admission
  * to carry it to Redis. A settlement does not wait: until it is written, other processes would see
  * the request's running hold (its estimate) instead of its actual cost. (This process's own
  * admissions and views see every write queued before them.)
@@ -316,10 +316,10 @@ export class RedisHoldStore implements HoldStore {
       m.pending = undefined;
       this.keep(id, m);
     }
-    // Not lazy: until it lands, a later commit's record from another process (whose snapshot already
-    // counts these charges) can land first, and a view reads them twice, as snapshot and as pending,
-    // for as long as this one waits. Sent with the turn's other writes, that is a turn or two, not LAZY_WRITE_MS.
-    return this.writes.add(update.accountId, { args: recordArgs(update), applied: () => undefined, failed: () => this.unrecorded.push(update) }, true);
+    // Lazy: until it lands, Redis counts these charges as pending beside the snapshot before them,
+    // which is exact. Another process's later record that lands first waits for it (the APPLY
+    // script's record_in_order), so nothing is counted twice however long this one takes.
+    return this.writes.add(update.accountId, { args: recordArgs(update), applied: () => undefined, failed: () => this.unrecorded.push(update) }, false);
   }
 
   /**
