@@ -265,6 +265,35 @@ for (const [name, make] of stores) {
         expect(await store.view(A)).toMatchObject({ balance: 9n * C, budgetHeld: 3n * C }); // the recorded charge is not put back
       });
 
+      it('what the process would put back lapses as it does in Redis: a hold at the end of its lease, renewed or not, a settling one after the window', async () => {
+        const m = await open();
+        const { store, clock } = m;
+        await m.sync?.();
+        await store.record(snapshot(50n * C)); // below the threshold: the budget applies
+        const restarted = async (seq: bigint) => {
+          await m.wipe?.();
+          await m.sync?.();
+          await store.record(snapshot(50n * C - C, seq, C));
+          return store.view(A);
+        };
+        await store.admit(req('lapses', { balance: 2n * C, leaseMs: 30_000 }));
+        await store.admit(req('renewed', { balance: 4n * C, leaseMs: 30_000 }));
+        await store.admit(req('done', { budget: budget(C) }));
+        await store.settle(settle('done', C, 60_000));
+        await store.record({ ...snapshot(50n * C - C, 2n, C), committed: ['done'] });
+        clock.advance(20_000);
+        await store.renew(A, 'renewed', 30_000); // now until 50 s
+        clock.advance(11_000); // 31 s: 'lapses' is past its lease
+        await m.sync?.();
+        expect(await restarted(3n)).toMatchObject({ runningHeld: 4n * C, budgetHeld: C });
+        clock.advance(20_000); // 51 s: 'renewed' too
+        await m.sync?.();
+        expect(await restarted(4n)).toMatchObject({ runningHeld: 0n, budgetHeld: C });
+        clock.advance(10_000); // 61 s: 'done' left the settlement window
+        await m.sync?.();
+        expect(await restarted(5n)).toMatchObject({ runningHeld: 0n, budgetHeld: 0n });
+      });
+
       /** The pending charges' sums in the account's totals hash (hold-scripts.ts, KEYS[3]). */
       const sumFields = async (m: Made) => (await m.redis!.client.hkeys(m.redis!.key('t'))).filter((f) => f === 'p' || f.startsWith('p:'));
 

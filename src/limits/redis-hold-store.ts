@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
 import type { AdmitRequest, AdmitResult, ChargePeriods, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
 import { withinDeadline } from './limits-unavailable.js';
+import { ExpiryHeap } from './expiry-heap.js';
 import { APPLY, PUT, VIEW } from './hold-scripts.js';
 import { TurnBatches } from './turn-batches.js';
 
@@ -37,6 +38,13 @@ function parts(n: Nano): [string, string] {
 }
 
 const whole = (hi: string, lo: string): Nano => BigInt(hi) * BASE + BigInt(lo);
+
+/** The last deadline of a mirrored request's holds and pending charge; `none` when it has none. */
+function lastDeadline(m: Mirrored, none: number): number {
+  let last = -Infinity;
+  for (const h of [m.b, m.r, m.k, m.pending]) if (h && h.until > last) last = h.until;
+  return last === -Infinity ? none : last;
+}
 
 interface MirrorHold {
   amount: Nano;
@@ -139,6 +147,14 @@ export class RedisHoldStore implements HoldStore {
   private readonly prefix: string;
   private readonly timeoutMs: number;
   private readonly mirror = new Map<string, Mirrored>();
+  /**
+   * When each mirrored request may have nothing left in Redis: at or before its last deadline, so the
+   * sync forgets what lapsed in O(log n) an entry (a request's settling hold stays for the settlement
+   * window, so the mirror holds a minute of requests; scanning all of them every second cost ~3 µs a
+   * request and stopped the event loop for milliseconds). An entry whose deadline moved on meanwhile
+   * is put back at its new one.
+   */
+  private expiries = new ExpiryHeap();
   private readonly dirty = new Set<string>();
   private readonly unrecorded: LedgerUpdate[] = [];
   /** Redis's clock less this process's, as last seen. */
@@ -212,7 +228,7 @@ export class RedisHoldStore implements HoldStore {
         applied: (_now, answer) => resolve(this.admitted(req, answer as string[])),
         failed: (err) => {
           // The holds may have been taken: forget them here, and take them back from Redis when it answers.
-          if (!this.mirror.has(req.id)) this.mirror.set(req.id, { accountId: req.accountId, keyHash: req.key?.hash ?? '' });
+          if (!this.mirror.has(req.id)) this.watch(req.id, { accountId: req.accountId, keyHash: req.key?.hash ?? '' });
           this.dirty.add(req.id);
           reject(err);
         },
@@ -231,7 +247,7 @@ export class RedisHoldStore implements HoldStore {
         this.saw(now);
         const until = now + req.leaseMs;
         const hold = (amount: Nano): MirrorHold => ({ amount, until, settling: false });
-        this.mirror.set(req.id, {
+        this.watch(req.id, {
           accountId: req.accountId,
           keyHash: req.key?.hash ?? '',
           k: req.key ? hold(req.key.amount) : undefined,
@@ -377,8 +393,14 @@ export class RedisHoldStore implements HoldStore {
 
   /** Keeps a request in the mirror while it has anything in Redis. */
   private keep(id: string, m: Mirrored): void {
-    if (m.b || m.r || m.k || m.pending) this.mirror.set(id, m);
+    if (m.b || m.r || m.k || m.pending) this.watch(id, m);
     else this.mirror.delete(id);
+  }
+
+  /** Puts a request in the mirror; one new to it is looked at again by its last deadline (`expiries`). */
+  private watch(id: string, m: Mirrored): void {
+    if (!this.mirror.has(id)) this.expiries.push({ at: lastDeadline(m, this.estimatedNow()), id, version: 0 });
+    this.mirror.set(id, m);
   }
 
   /**
@@ -423,10 +445,25 @@ export class RedisHoldStore implements HoldStore {
     } catch (err) {
       this.options.onError?.(err);
     }
-    const now = this.estimatedNow();
-    for (const [id, m] of this.mirror) {
-      const lapsed = (h: { until: number } | undefined) => h === undefined || h.until <= now;
-      if (lapsed(m.b) && lapsed(m.r) && lapsed(m.k) && lapsed(m.pending)) this.mirror.delete(id);
+    this.forgetLapsed(this.estimatedNow());
+  }
+
+  /** Drops from the mirror the requests whose every hold and pending charge lapsed by `now`. */
+  private forgetLapsed(now: number): void {
+    for (let e = this.expiries.peek(); e && e.at <= now; e = this.expiries.peek()) {
+      this.expiries.pop();
+      const m = this.mirror.get(e.id);
+      if (!m) continue;
+      const last = lastDeadline(m, now);
+      if (last <= now) this.mirror.delete(e.id);
+      else this.expiries.push({ at: last, id: e.id, version: 0 });
+    }
+    // Entries of requests forgotten otherwise (recorded, settled for nothing) wait for their time;
+    // when they outnumber the mirror, the heap is made again from it.
+    if (this.expiries.size > 2 * this.mirror.size + 1024) {
+      const fresh = new ExpiryHeap();
+      for (const [id, m] of this.mirror) fresh.push({ at: lastDeadline(m, now), id, version: 0 });
+      this.expiries = fresh;
     }
   }
 
