@@ -264,9 +264,12 @@ end
 -- waits (\`q|SEQ\` in KS, \`q\` listing them), its charges still pending and the snapshot before it in
 -- force (exact: the snapshot and every charge after it), until the records before it land, or for
 -- GAP_MS at most (one that never comes: a process that died between its commit and its record, a
--- transaction that moved the account without one). A key's first snapshot is written at once (an
+-- transaction that moved the account without one): half a second, so that a credit entry recorded
+-- behind such a gap still reaches every process within the second CONTRACT §8 allows (a record
+-- whose write failed is written again at the process's next sync, within a second: its gap may be
+-- closed by force first, over-counting until it lands). A key's first snapshot is written at once (an
 -- admission waits on it), so is a record without the account's.
-local GAP_MS = 3000
+local GAP_MS = 500
 local function seq_of(v) return tonumber(match(v, '^%S+')) end
 local function queued()
   local v = snapshot('q')
