@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const BENCH = join(process.cwd(), 'bench', 'overhead.mjs');
 const OPEN_LOOP = join(process.cwd(), 'bench', 'open-loop.mjs');
+const INSTRUCTIONS = join(process.cwd(), 'bench', 'instructions.mjs');
 const sharedStores = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
 const deployments = sharedStores ? 'sqlite,postgres-redis' : 'sqlite';
 
@@ -56,6 +57,11 @@ function perfRecords(): boolean {
 }
 const perf = perfRecords();
 if (!perf) console.warn('bench smoke: the --perf test is skipped: it needs Linux perf, allowed to record (Debian: apt-get install linux-perf)');
+
+const callgrind =
+  ['valgrind', 'callgrind_control'].every((tool) => spawnSync(tool, ['--version']).status === 0) &&
+  ['/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/faketime/libfaketimeMT.so.1'].some((f) => existsSync(f));
+if (!callgrind) console.warn('bench smoke: the instructions test is skipped: it needs valgrind and libfaketime (Debian: apt-get install valgrind libfaketime)');
 
 /** The Node flags of package.json's start script (`… node FLAGS dist/cli.js serve`). */
 function startFlags(): string {
@@ -199,6 +205,33 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
       expect(out).toMatch(/ledger check \(json, tollgate sqlite\): \d+ requests, .* OK/);
     },
     120_000,
+  );
+
+  it.runIf(callgrind)(
+    'instructions: counts what the bare proxy and Tollgate execute a request under callgrind, and passes its ledger check',
+    async () => {
+      const dumps = join(dir, 'callgrind');
+      const args = ['--proxies', 'bare,tollgate', '--deployments', 'sqlite', '--modes', 'json', '--warmup', '50', '--requests', '20', '--rounds', '2'];
+      const { code, out } = await runBench([...args, '--dumps', dumps, '--jit-names'], 240_000, INSTRUCTIONS);
+      expect(code, out).toBe(0);
+      const rows = tableRows(out, 'mode  proxy');
+      expect(rows.map((r) => r[1])).toEqual(['bare', 'tollgate sqlite']);
+      const [bare, tollgate] = rows.map((r) => figure(r[2]!));
+      // Sane, not fast: a node process answering an HTTP request executes at least tens of thousands of
+      // instructions, and Tollgate (keys, limits, holds, a charge) more than the bare pass-through.
+      expect(bare! > 10_000, out).toBe(true);
+      expect(tollgate! > bare!, out).toBe(true);
+      expect(rows[0]![7]).toBe('1.00×');
+      expect(rows[0]![8]).toBe('1.00×');
+      expect(out).toMatch(/ledger check \(json, tollgate sqlite\): 90 requests, .* OK/);
+      // Each round's dump kept, and beside it one with the JavaScript named (Tollgate's own functions among them).
+      const files = readdirSync(dumps);
+      expect(files.filter((f) => /^tollgate-sqlite-json\.\d+\.[12]$/.test(f)).length, files.join(' ')).toBe(2);
+      const named = files.find((f) => /^tollgate-sqlite-json\.\d+\.2\.named$/.test(f));
+      expect(named, files.join(' ')).toBeDefined();
+      expect(readFileSync(join(dumps, named!), 'utf8')).toMatch(/fn=\(\d+\) JS:\S* file:\/\/\/\S+\/dist\//);
+    },
+    240_000,
   );
 
   it('soak mode: samples RSS and event-loop delay of concurrent slow streams and passes its ledger check', async () => {

@@ -45,12 +45,14 @@ export function running(child) {
 }
 
 /**
- * Starts `cmd args` (under `taskset -c cpus` when given; taskset execs in place, so the PID is the
- * command's) and resolves once `ready` (a RegExp) matches its stdout, or once `readyCheck()` (polled
- * every 100 ms) resolves true. Rejects if it exits first or is not ready within `timeoutMs`.
+ * Starts `cmd args` (run by `wrap`, a command and its arguments such as valgrind's, when given; under
+ * `taskset -c cpus` when given; taskset and valgrind exec in place, so the PID is the command's) and
+ * resolves once `ready` (a RegExp) matches its stdout, or once `readyCheck()` (polled every 100 ms)
+ * resolves true. Rejects if it exits first or is not ready within `timeoutMs`.
  */
-export function startChild(name, cmd, args, { ready, readyCheck, ipc = false, cpus, env = process.env, timeoutMs = 30_000, cwd } = {}) {
-  const [file, argv] = cpus ? ['taskset', ['-c', cpus, cmd, ...args]] : [cmd, args];
+export function startChild(name, cmd, args, { ready, readyCheck, ipc = false, cpus, env = process.env, timeoutMs = 30_000, cwd, wrap = [] } = {}) {
+  const [run, runArgs] = wrap.length > 0 ? [wrap[0], [...wrap.slice(1), cmd, ...args]] : [cmd, args];
+  const [file, argv] = cpus ? ['taskset', ['-c', cpus, run, ...runArgs]] : [run, runArgs];
   const child = spawn(file, argv, {
     cwd,
     stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],

@@ -91,13 +91,22 @@ export function startFloor(options) {
   return startNodeProxy({ ...options, id: 'floor', label: 'floor (parse + rewrite)', script: 'floor-proxy.mjs' });
 }
 
-async function startNodeProxy({ id, label, script, upstreamUrl, cpus, loadPool, profileDir, tag, perf = false }) {
+async function startNodeProxy({ id, label, script, upstreamUrl, cpus, loadPool, profileDir, tag, perf = false, wrap, timeoutMs, nodeFlags = [] }) {
   const { profile, profArgs } = profilerArgs(profileDir, `${id}-${tag ?? 'run'}`);
   const { child, match } = await startChild(
     `${label} proxy`,
     process.execPath,
-    [...START_NODE_FLAGS, ...profArgs, ...(perf ? PERF_NODE_FLAGS : []), ...PROBE, path.join(benchDir, script), upstreamUrl, String(PROXY_CONNECTIONS)],
-    { ready: /listening (\d+)/, ipc: true, cpus, cwd: root },
+    [
+      ...START_NODE_FLAGS,
+      ...nodeFlags,
+      ...profArgs,
+      ...(perf ? PERF_NODE_FLAGS : []),
+      ...PROBE,
+      path.join(benchDir, script),
+      upstreamUrl,
+      String(PROXY_CONNECTIONS),
+    ],
+    { ready: /listening (\d+)/, ipc: true, cpus, cwd: root, wrap, timeoutMs },
   );
   return describe({ id, label, child, base: `http://127.0.0.1:${match[1]}`, profile, perf, cpu: () => nodeCpu(child) }, loadPool);
 }
@@ -299,6 +308,8 @@ export async function startTollgate({
   baseline,
   perf = false,
   nodeFlags = [],
+  wrap,
+  timeoutMs,
 }) {
   const dir = mkdtempSync(path.join(tmp, `tollgate-${deployment}-${free ? 'free-' : ''}${baseline ? 'baseline-' : ''}`));
   const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
@@ -317,6 +328,8 @@ export async function startTollgate({
       ipc: true,
       cpus,
       cwd: baseline ?? root,
+      wrap,
+      timeoutMs,
     },
   );
   const base = match[1];
