@@ -1,4 +1,4 @@
-import { byokFee, costOf } from '../ledger/pricing.js';
+import { byokFee, costOf, tokenUsage } from '../ledger/pricing.js';
 import { femtoToNanoCeil, type Femto, type Nano } from '../ledger/money.js';
 import type { Attempt } from '../routing/plan.js';
 import { contentText, countPromptTokens, mediaPartTokens, mediaParts } from '../tokenizer/count-tokens.js';
@@ -76,7 +76,7 @@ export function estimate(input: EstimateInput, exact: boolean): Estimate {
     // Image, audio and file parts are billed as input at each model's own figures (CONTRACT §7).
     const prompt = textTokens + mediaPartTokens(parts, model.partTokens, model.contextLength);
     if (prompt > promptTokens) promptTokens = prompt;
-    const list = costOf({ promptTokens: prompt, completionTokens, images: parts.images }, p);
+    const list = costOf(tokenUsage(prompt, completionTokens, undefined, parts.images), p);
     const charged = (byok ? byokFee(list, input.byokFeeFraction) : list) + plugins;
     if (charged > credits) credits = charged;
     const forKey = byok ? charged + list : charged;

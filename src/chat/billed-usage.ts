@@ -1,5 +1,5 @@
 import type { UsageSource } from '../ledger/ledger.js';
-import { billedCompletionTokens, type TokenUsage } from '../ledger/pricing.js';
+import { billedCompletionTokens, tokenUsage, type TokenUsage } from '../ledger/pricing.js';
 
 /** The token counts a request is charged, and where they came from. */
 export interface BilledUsage {
@@ -41,5 +41,5 @@ export function billedUsage(input: BilledUsageInput): BilledUsage {
   const delivered = billedCompletionTokens(counted);
   if (reported >= delivered) return { usage: upstream, source: 'upstream' };
   // The upstream's prompt count stands; the completion is what was delivered.
-  return { usage: { ...upstream, completionTokens: delivered, totalTokens: upstream.promptTokens + delivered }, source: 'counted' };
+  return { usage: tokenUsage(upstream.promptTokens, delivered, upstream.promptTokens + delivered, upstream.images), source: 'counted' };
 }

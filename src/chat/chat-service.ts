@@ -8,7 +8,7 @@ import { GatewayError, invalidRequest } from '../errors.js';
 import { accountOfKey } from '../ledger/account-of-key.js';
 import type { Accounts, Charges, KeyRecord } from '../ledger/ledger.js';
 import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js';
-import type { TokenUsage } from '../ledger/pricing.js';
+import { tokenUsage, type TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
@@ -270,11 +270,7 @@ export class ChatService {
 
   private countedUsage(started: Started, completionText: string): TokenUsage {
     const messages = started.messages;
-    return {
-      promptTokens: countPromptTokens(messages, promptSideText(started.request)),
-      completionTokens: countTokens(completionText),
-      images: countImages(messages),
-    };
+    return tokenUsage(countPromptTokens(messages, promptSideText(started.request)), countTokens(completionText), undefined, countImages(messages));
   }
 
   /** The usage a request is charged: the upstream's when believable, else the gateway's count (CONTRACT §7). */

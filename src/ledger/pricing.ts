@@ -27,6 +27,15 @@ export interface TokenUsage {
 }
 
 /**
+ * A TokenUsage. Every one is made here, with its four fields in this order (absent ones undefined), so
+ * that every usage object has one shape and the functions reading them (costOf, billedCompletionTokens,
+ * settlement) load their fields from one known layout, not a megamorphic lookup (bench/README.md).
+ */
+export function tokenUsage(promptTokens: number, completionTokens: number, totalTokens?: number, images?: number): TokenUsage {
+  return { promptTokens, completionTokens, totalTokens, images };
+}
+
+/**
  * Completion tokens billed: the larger of completion_tokens and total − prompt, since some providers
  * leave reasoning tokens out of completion_tokens but count them in the total (CONTRACT §7).
  */

@@ -1,4 +1,4 @@
-import type { TokenUsage } from '../ledger/pricing.js';
+import { tokenUsage, type TokenUsage } from '../ledger/pricing.js';
 import type { Chunk } from './provider.js';
 
 /**
@@ -15,9 +15,7 @@ function readCounts(u: unknown): TokenUsage | undefined {
   const { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total } = o;
   // Counts that are not whole, non-negative and plausible are no usage at all: the gateway counts.
   if (!plausible(prompt) || !plausible(completion)) return undefined;
-  const usage: TokenUsage = { promptTokens: prompt, completionTokens: completion };
-  if (plausible(total)) usage.totalTokens = total;
-  return usage;
+  return tokenUsage(prompt, completion, plausible(total) ? total : undefined);
 }
 
 /**

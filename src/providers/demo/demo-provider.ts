@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { cancellableSleep, type CancelSignal } from '../../cancellation.js';
 import type { Clock } from '../../clock.js';
 import { countPromptTokens } from '../../tokenizer/count-tokens.js';
+import { tokenUsage } from '../../ledger/pricing.js';
 import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type StreamBatch } from '../provider.js';
 import { streamEvent } from '../stream-event.js';
 import { demoTokens } from './demo-text.js';
@@ -49,7 +50,7 @@ export class DemoProvider implements ProviderAdapter {
         kind: 'json',
         text: JSON.stringify(answer),
         body: answer,
-        usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens },
+        usage: tokenUsage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
       };
     }
     return { kind: 'stream', events: this.stream(base, tokens, finish, usage, call.signal) };
