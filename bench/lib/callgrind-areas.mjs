@@ -14,7 +14,11 @@ export function areaOfFunction(name, object, root) {
   if (name.startsWith('JS:') || name.startsWith('RegExp:')) return name.startsWith('RegExp:') ? 'regular expressions' : 'JavaScript (other)';
   if (/^0x[0-9a-f]+$/i.test(name)) return 'JIT code (unnamed)';
   if (/^Builtins_/.test(name)) return 'V8 builtins';
-  if (/v8::internal::(compiler|maglev|baseline)::|OptimizingCompileDispatcher|Compiler::|Parser|Scanner|Bytecode/.test(name)) return 'V8 compiler';
+  if (/v8::internal::Json(Parser|Stringifier)/.test(name)) return 'V8 JSON';
+  if (
+    /v8::internal::((compiler|maglev|baseline|interpreter)::|OptimizingCompileDispatcher|Compiler::|Parser::|ParserBase|Scanner::|BytecodeGenerator)/.test(name)
+  )
+    return 'V8 compiler';
   if (
     /v8::internal::(Heap|Scavenge|MarkCompact|Concurrent|Incremental|Sweeper|MemoryAllocator|Evacuat|MarkingVisitor|MainMarking|heap::)|heap::base::|cppgc::/.test(
       name,

@@ -9,7 +9,7 @@ import { sharedStores } from './stores.mjs';
 import { CLI, benchDir, startTollgate } from './targets.mjs';
 
 /** parseArgs options: the PostgreSQL server and Redis of the postgres-redis deployment. */
-const storeOptions = {
+export const storeOptions = {
   'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   'redis-url': { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
 };
