@@ -17,19 +17,22 @@
 // round's dump is read with callgrind_annotate, and the table gives TurboFan's jobs apart and the rest
 // (what the requests themselves executed), with the ratio to the bare proxy of both.
 //
-// Valgrind runs a process ~50 times slower, so timers (a group commit, a lazy Redis write) fire
-// relatively more often a request than at full speed and batch less: the figure is for this regime,
-// comparable between builds and proxies, not a prediction of seconds.
+// Valgrind runs a process 20–100 times slower, so at real time its timers and TTLs (the caches, the
+// journal's apply, V8's own heuristics) would fall 20–100 times more often a request than at full speed.
+// So each proxy's clock is slowed with libfaketime to --time-scale (0.01) of real time, but Tollgate on
+// postgres-redis's, whose leases go by Redis's clock; the table's `req/s seen` is the rate by that clock.
+// Instructions only: not the kernel's, nor what a cache miss costs; the full bench says what seconds cost.
 //
 //   node bench/instructions.mjs [--proxies bare,floor,tollgate] [--deployments sqlite,postgres-redis]
 //                               [--modes json,sse] [--warmup 20000] [--requests 500] [--rounds 3]
-//                               [--concurrency 16] [--baseline DIR] [--dumps DIR [--jit-names]] [--markdown]
+//                               [--concurrency 16] [--time-scale 0.01] [--baseline DIR] [--dumps DIR [--jit-names]]
+//                               [--markdown]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseOptions, dieAs, setUp, storeOptions } from './lib/cli-options.mjs';
 import { onStopAll, pinning, stopAll, stopChild } from './lib/children.mjs';
-import { selfByArea } from './lib/callgrind-areas.mjs';
+import { annotatedFunctions, selfByArea } from './lib/callgrind-areas.mjs';
 import { nameJitCode } from './lib/jit-names.mjs';
 import { runLoad } from './lib/load.mjs';
 import { fmt, median, printMarkdown, printRows } from './lib/report.mjs';
@@ -101,8 +104,8 @@ function control(pid, ...args) {
 const TURBOFAN = 'v8::internal::OptimizingCompileDispatcher::CompileTask::RunInternal()';
 
 /**
- * A round's dump (callgrind names them STEM.PID.N), once written in full: its total, and of it the
- * instructions of TurboFan's jobs (callgrind_annotate's inclusive cost of TURBOFAN, 0 when it did not run).
+ * A round's dump (callgrind names them STEM.PID.N), once written in full: its file, its total, and of it
+ * the instructions of TurboFan's jobs (their inclusive count, 0 when none ran).
  */
 async function roundCounts(dir, stem, pid, part) {
   const file = path.join(dir, `${stem}.${pid}.${part}`);
@@ -110,9 +113,8 @@ async function roundCounts(dir, stem, pid, part) {
     if (existsSync(file)) {
       const m = /^totals: (\d+)/m.exec(readFileSync(file, 'utf8'));
       if (m) {
-        const listing = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { encoding: 'utf8', maxBuffer: 256 << 20 });
-        const line = listing.split('\n').find((l) => l.includes(TURBOFAN));
-        return { total: Number(m[1]), turbofan: line ? Number(line.trim().split(/\s/)[0].replace(/,/g, '')) : 0 };
+        const turbofan = annotatedFunctions(file, { inclusive: true }).find((f) => f.name === TURBOFAN)?.count ?? 0;
+        return { file, total: Number(m[1]), turbofan };
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -216,10 +218,9 @@ try {
         const { elapsedMs } = await runLoad(target, mode, REQUESTS, CONCURRENCY);
         control(target.child.pid, '-i', 'off');
         control(target.child.pid, '-d');
-        const { total, turbofan } = await roundCounts(dumps, stem, target.child.pid, r);
+        const { file, total, turbofan } = await roundCounts(dumps, stem, target.child.pid, r);
         let byArea;
         if (JIT_NAMES) {
-          const file = path.join(dumps, `${stem}.${target.child.pid}.${r}`);
           nameJitCode(file, `/tmp/perf-${target.child.pid}.map`, `${file}.named`);
           byArea = selfByArea(`${file}.named`, root).byArea;
         }

@@ -42,16 +42,30 @@ export function areaOfFunction(name, object, root) {
   );
 }
 
-/** Self instructions of the dump `file` by area and by function (callgrind_annotate's listing), and in all. */
-export function selfByArea(file, root) {
-  const listing = execFileSync('callgrind_annotate', ['--threshold=100', file], { encoding: 'utf8', maxBuffer: 256 << 20 });
-  const totals = emptyTotals();
+/**
+ * Every function of the dump `file` as callgrind_annotate lists it: its instructions (its own, or with
+ * `inclusive` those of what it called too), its name (`file:function` less the file, ??? for most) and
+ * its object (`[/usr/bin/node]`, '' when none).
+ */
+export function annotatedFunctions(file, { inclusive = false } = {}) {
+  const listing = execFileSync('callgrind_annotate', [`--inclusive=${inclusive ? 'yes' : 'no'}`, '--threshold=100', file], {
+    encoding: 'utf8',
+    maxBuffer: 256 << 20,
+  });
+  const rows = [];
   for (const line of listing.split('\n')) {
     const m = /^\s*([\d,]+) \([^)]*\)\s+(.*?)(?: (\[[^\]]*\]))?$/.exec(line);
     if (!m || m[2] === 'PROGRAM TOTALS') continue;
-    const count = Number(m[1].replace(/,/g, ''));
-    const name = m[2].replace(/^[^:]*:/, ''); // `file:function`, the file ??? for most
-    const area = areaOfFunction(name, m[3] ?? '', root);
+    rows.push({ count: Number(m[1].replace(/,/g, '')), name: m[2].replace(/^[^:]*:/, ''), object: m[3] ?? '' });
+  }
+  return rows;
+}
+
+/** Self instructions of the dump `file` by area and by function, and in all. */
+export function selfByArea(file, root) {
+  const totals = emptyTotals();
+  for (const { count, name, object } of annotatedFunctions(file)) {
+    const area = areaOfFunction(name, object, root);
     totals.byArea.set(area, (totals.byArea.get(area) ?? 0) + count);
     totals.byFn.set(name, (totals.byFn.get(name) ?? 0) + count);
     totals.total += count;

@@ -41,7 +41,7 @@ export function nameAt(entries, addr) {
 export function nameJitCode(dump, perfMap, out) {
   const entries = readPerfMap(perfMap);
   let named = 0;
-  const text = readFileSync(dump, 'utf8').replace(/^((?:c?fn)=\(\d+\)) 0x([0-9a-f]+)$/gim, (all, head, hex) => {
+  const text = readFileSync(dump, 'utf8').replace(/^(c?fn=\(\d+\)) 0x([0-9a-f]+)$/gim, (all, head, hex) => {
     const name = nameAt(entries, BigInt(`0x${hex}`));
     if (!name) return all;
     named++;
