@@ -1,7 +1,19 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { objectMembers, spliceObject } from '../src/chat/json-members.js';
-import { normalizeAnswer, normalizeAnswerText, normalizeChunk, relayedChunkText, chunkHead, type Served } from '../src/chat/normalize.js';
+import {
+  chunkHead,
+  normalizeAnswer,
+  normalizeAnswerText,
+  normalizeChunk,
+  relayedChunkText,
+  usageChunk,
+  usageChunkText,
+  usageText,
+  type Served,
+} from '../src/chat/normalize.js';
+import type { ChatUsageJson } from '../src/chat/answer-schemas.js';
+import { jsonString } from '../src/json-string.js';
 import { streamEvent } from '../src/providers/stream-event.js';
 import { fixtureChunks, fixtureJson } from './helpers/scripted-upstream.js';
 
@@ -129,5 +141,39 @@ describe('issue 9: splicing JSON text instead of rebuilding it', () => {
     const out = relayedChunkText(streamEvent(text, chunk), served, chunkHead(served)) as string;
     expect(out.match(/"extra"/g)).toHaveLength(1);
     expect(JSON.parse(out)).toEqual(normalizeChunk(chunk, served));
+  });
+
+  it('the usage and the usage chunk are written as JSON.stringify writes them', () => {
+    const count = fc.oneof(fc.nat(), fc.constant(0), fc.constant(2 ** 31));
+    const usage: fc.Arbitrary<ChatUsageJson> = fc.record(
+      {
+        prompt_tokens: count,
+        completion_tokens: count,
+        total_tokens: count,
+        cost: fc.oneof(fc.double(), fc.constantFrom(0, -0, 0.000000001, 1e21, 123456.789)),
+        is_byok: fc.boolean(),
+        prompt_tokens_details: fc.record({ cached_tokens: count }),
+        completion_tokens_details: fc.record({ reasoning_tokens: count }),
+      },
+      { requiredKeys: ['prompt_tokens', 'completion_tokens', 'total_tokens', 'cost', 'is_byok'] },
+    );
+    const servedBy = fc.record({ id: fc.constant('gen-1700000000-123AbC_d-9'), model: fc.string(), provider: fc.string(), created: fc.nat() });
+    fc.assert(
+      fc.property(usage, servedBy, (u, by) => {
+        expect(usageText(u)).toBe(JSON.stringify(u));
+        expect(usageChunkText(chunkHead(by), u)).toBe(JSON.stringify(usageChunk(by, u)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('jsonString quotes any string as JSON.stringify does (escapes, unicode, lone surrogates)', () => {
+    const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('', '"', '\\', '\u007f', '\ud800', 'fp_44709d6fcb', 'a\nb'));
+    fc.assert(
+      fc.property(text, (s) => {
+        expect(jsonString(s)).toBe(JSON.stringify(s));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

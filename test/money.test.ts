@@ -24,6 +24,25 @@ describe('money', () => {
     expect(creditsToJson(123_456_789n)).toBe(0.123456789);
   });
 
+  it('turns an amount into the JSON number its exact decimal text reads as', () => {
+    // creditsToJson divides within 2^53 instead of writing and parsing the text: the same double.
+    const edge = 2n ** 53n;
+    const amounts = fc.oneof(
+      fc.bigInt({ min: -(10n ** 18n), max: 10n ** 18n }),
+      fc.bigInt({ min: -1_000_000_000_000n, max: 1_000_000_000_000n }),
+      fc.bigInt({ min: edge - 1000n, max: edge + 1000n }),
+      fc.bigInt({ min: -edge - 1000n, max: -edge + 1000n }),
+    );
+    fc.assert(
+      fc.property(amounts, (n) => {
+        expect(creditsToJson(n)).toBe(Number(formatCredits(n)));
+      }),
+      { numRuns: 5000 },
+    );
+    expect(creditsToJson(-1n)).toBe(-0.000000001);
+    expect(creditsToJson(0n)).toBe(0);
+  });
+
   it('costs tokens at femtocredit prices, rounding the total up to a nanocredit once', () => {
     const p = pricingFrom({ prompt: '0.0000000015', completion: '0.000002', request: '0.001', image: '0.01' });
     // 3 × 1.5e-9 = 4.5e-9 → with 1 completion (2e-6), request 1e-3 and 2 images 2e-2: 0.0210020045 → rounds up

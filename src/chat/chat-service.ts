@@ -15,13 +15,13 @@ import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../p
 import { finishReasonOf } from '../providers/stream-event.js';
 import { answerText } from '../providers/delivered-text.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
-import type { Catalog } from '../routing/catalog.js';
+import type { Catalog, CatalogModel } from '../routing/catalog.js';
 import type { Cooldowns } from '../routing/cooldowns.js';
 import { planAttempts, requestedModels, type Attempt } from '../routing/plan.js';
 import { route, type Routed } from '../routing/route.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
-import { chunkHead, errorChunk, normalizeAnswerText, relayedChunkText, usageBody, usageChunk, type Served } from './normalize.js';
+import { chunkHead, errorChunk, normalizeAnswerText, relayedChunkText, usageBody, usageChunkText, type Served } from './normalize.js';
 import { hasDuplicateKeys, objectMembers, spliceObject } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { billedUsage, type BilledUsage } from './billed-usage.js';
@@ -73,6 +73,10 @@ function errorTypeOf(failure: ProviderFailure): string {
       return 'server';
   }
 }
+
+/** The empty sets most requests have (no free model, no key of the account's own): one each, not one a request. */
+const NO_MODELS: ReadonlySet<CatalogModel> = new Set();
+const NO_PROVIDERS: ReadonlySet<string> = new Set();
 
 /** Top-level fields of the client's body that are not passed on as they are. */
 const NOT_PASSED_ON = new Set<string>([...GATEWAY_FIELDS, 'model', 'stream']);
@@ -167,14 +171,15 @@ export class ChatService {
     // Free-model limits apply to each free model the request may be served by, unless the account is
     // exempt, or all of that model's endpoints here are marked exempt or served with the account's keys.
     // The first model is checked now (its 429 comes before any 402); each is counted when tried.
-    const limitedFree = new Set(
-      account.freeModelLimitsExempt
-        ? []
-        : models.filter((m) => {
-            const eps = attempts.filter((a) => a.model === m).map((a) => a.endpoint);
-            return m.isFree && eps.length > 0 && !eps.every((e) => e.freeLimitsExempt || byokKeys.has(e.provider));
-          }),
-    );
+    const limitedFree: ReadonlySet<CatalogModel> =
+      account.freeModelLimitsExempt || !models.some((m) => m.isFree)
+        ? NO_MODELS
+        : new Set(
+            models.filter((m) => {
+              const eps = attempts.filter((a) => a.model === m).map((a) => a.endpoint);
+              return m.isFree && eps.length > 0 && !eps.every((e) => e.freeLimitsExempt || byokKeys.has(e.provider));
+            }),
+          );
     // CONTRACT §6: a negative balance is refused before the free-model limits (admission checks it for the rest).
     const freeFirst = primary !== undefined && limitedFree.has(primary);
     if (freeFirst) {
@@ -200,7 +205,7 @@ export class ChatService {
       choices: request.n ?? 1,
       maxTokens,
       balanceChecked: freeFirst,
-      byokProviders: new Set(byokKeys.keys()),
+      byokProviders: byokKeys.size === 0 ? NO_PROVIDERS : new Set(byokKeys.keys()),
       byokFeeFraction: config.limits.byok_fee,
       pluginCharges: webPrice,
       kind: { free: models.every((m) => m.isFree), paidPlugin: webPrice > 0n },
@@ -281,7 +286,8 @@ export class ChatService {
       contextLength: started.routed.attempt.model.contextLength,
       endedNormally,
     });
-    return { ...billed, usage: { ...billed.usage, images: countImages(started.messages) } };
+    const u = billed.usage;
+    return { usage: tokenUsage(u.promptTokens, u.completionTokens, u.totalTokens, countImages(started.messages)), source: billed.source };
   }
 
   /** The whole answer of a non-streamed request as JSON text, settled: it resolves once its charge is durable. */
@@ -374,7 +380,7 @@ export class ChatService {
       // The usage chunk completes the answer: it goes out once the charge is durable (CONTRACT §8).
       await durable;
       const usage = usageBody(billed.usage, cost, routed.isByok, billed.source === 'upstream' ? upstreamUsageRaw : undefined);
-      return `${lastRead}data: ${JSON.stringify(usageChunk(served, usage))}\n\ndata: [DONE]\n\n`;
+      return `${lastRead}data: ${usageChunkText(head, usage)}\n\ndata: [DONE]\n\n`;
     } catch (err) {
       const cancelled = signal.aborted;
       finish = cancelled ? finish : 'error';

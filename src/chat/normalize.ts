@@ -4,6 +4,7 @@ import { creditsToJson, type Nano } from '../ledger/money.js';
 import type { Chunk, StreamEvent } from '../providers/provider.js';
 import type { ErrorMetadata } from '../error-body.js';
 import { isJsonObject } from '../json-object.js';
+import { jsonString } from '../json-string.js';
 import type { ChatCompletionChunkJson, ChatCompletionJson, ChatUsageJson } from './answer-schemas.js';
 import { hasDuplicateKeys, objectMembers, spliceObject } from './json-members.js';
 
@@ -34,6 +35,35 @@ export function usageBody(usage: TokenUsage, cost: Nano, isByok: boolean, upstre
     if (typeof reasoning === 'number') out.completion_tokens_details = { reasoning_tokens: reasoning };
   }
   return out;
+}
+
+/**
+ * The JSON text of `usageBody`'s answer, as JSON.stringify writes it (the same members in the same
+ * order), written directly: it is made for every answer, and JSON.stringify's fixed cost is most of
+ * what serialising so small an object costs.
+ */
+export function usageText(usage: ChatUsageJson): string {
+  let text =
+    `{"prompt_tokens":${jsonNumber(usage.prompt_tokens)},"completion_tokens":${jsonNumber(usage.completion_tokens)},` +
+    `"total_tokens":${jsonNumber(usage.total_tokens)},"cost":${jsonNumber(usage.cost)},"is_byok":${usage.is_byok}`;
+  if (usage.prompt_tokens_details) text += `,"prompt_tokens_details":{"cached_tokens":${jsonNumber(usage.prompt_tokens_details.cached_tokens)}}`;
+  if (usage.completion_tokens_details) {
+    text += `,"completion_tokens_details":{"reasoning_tokens":${jsonNumber(usage.completion_tokens_details.reasoning_tokens)}}`;
+  }
+  return `${text}}`;
+}
+
+/** A number as JSON writes it: its shortest text, or null where JSON has no number for it. */
+function jsonNumber(n: number): string {
+  return Number.isFinite(n) ? String(n) : 'null';
+}
+
+/**
+ * The members every answer and chunk starts with, after `"id":`: generation ids (generation-id.ts) are
+ * base64url and digits, nothing JSON escapes, so they are quoted as they are.
+ */
+function idMembers(served: Served, object: string, created: number): string {
+  return `"id":"${served.id}","object":"${object}","created":${created},"model":${jsonString(served.model)},"provider":${jsonString(served.provider)}`;
 }
 
 /** Fields that OpenAI-compatible upstreams send as null but OpenRouter's schema only allows absent. */
@@ -94,18 +124,18 @@ export function normalizeAnswerText(text: string, body: Chunk, served: Served, u
   if (!members || hasDuplicateKeys(members)) return JSON.stringify(normalizeAnswer(body, served, usage));
   const created = typeof body.created === 'number' && body.created > 0 ? Math.floor(body.created) : served.created;
   const fingerprint = typeof body.system_fingerprint === 'string' ? body.system_fingerprint : null;
-  const head =
-    `"id":${JSON.stringify(served.id)},"object":"chat.completion","created":${created},"model":${JSON.stringify(served.model)},` +
-    `"provider":${JSON.stringify(served.provider)},"system_fingerprint":${JSON.stringify(fingerprint)}`;
-  return spliceObject(text, members, head, (key) => ANSWER_REPLACED.has(key), `"usage":${JSON.stringify(usage)}`);
+  const head = `${idMembers(served, 'chat.completion', created)},"system_fingerprint":${fingerprint === null ? 'null' : jsonString(fingerprint)}`;
+  return spliceObject(text, members, head, (key) => ANSWER_REPLACED.has(key), `"usage":${usageText(usage)}`);
 }
 
 /** The members every relayed chunk starts with: the gateway's id, object, created, model and provider. */
 export function chunkHead(served: Served): string {
-  return (
-    `"id":${JSON.stringify(served.id)},"object":"chat.completion.chunk","created":${served.created},` +
-    `"model":${JSON.stringify(served.model)},"provider":${JSON.stringify(served.provider)}`
-  );
+  return idMembers(served, 'chat.completion.chunk', served.created);
+}
+
+/** The text of `usageChunk(served, usage)`, from the stream's `head` (chunkHead). */
+export function usageChunkText(head: string, usage: ChatUsageJson): string {
+  return `{${head},"choices":[],"usage":${usageText(usage)}}`;
 }
 
 const CHUNK_REPLACED = new Set(['id', 'object', 'created', 'model', 'provider', 'usage', 'x_groq']);

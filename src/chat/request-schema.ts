@@ -107,6 +107,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
  * `max_completion_tokens` when it sets both, since an upstream may honour either (CONTRACT §7).
  */
 export function requestedMaxTokens(req: ChatRequest): number | undefined {
-  const caps = [req.max_tokens, req.max_completion_tokens].filter((v): v is number => typeof v === 'number');
-  return caps.length > 0 ? Math.max(...caps) : undefined;
+  const a = req.max_tokens;
+  const b = req.max_completion_tokens;
+  if (typeof a !== 'number') return typeof b === 'number' ? b : undefined;
+  return typeof b === 'number' && b > a ? b : a;
 }

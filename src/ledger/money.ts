@@ -47,10 +47,13 @@ export function priceFromString(text: string): Femto {
   return parseDecimal(text, FEMTO_DECIMALS);
 }
 
+/** 10^n for the decimals amounts are written with, computed once: a bigint power is dear a request. */
+const SCALES = Array.from({ length: FEMTO_DECIMALS + 1 }, (_, n) => 10n ** BigInt(n));
+
 export function formatUnits(units: bigint, decimals: number): string {
   const negative = units < 0n;
   const abs = negative ? -units : units;
-  const scale = 10n ** BigInt(decimals);
+  const scale = SCALES[decimals] ?? 10n ** BigInt(decimals);
   const whole = abs / scale;
   const frac = (abs % scale).toString().padStart(decimals, '0').replace(/0+$/, '');
   return `${negative ? '-' : ''}${whole}${frac ? `.${frac}` : ''}`;
@@ -65,11 +68,19 @@ export function formatPrice(price: Femto): string {
   return formatUnits(price, FEMTO_DECIMALS);
 }
 
+/** 2^53: every integer up to it is an exact double. */
+const EXACT_DOUBLE = BigInt(Number.MAX_SAFE_INTEGER) + 1n;
+const NANO_PER_CREDIT = 1e9;
+
 /**
  * An amount as a JSON number for API answers. Every amount with at most 15 significant digits
  * (anything below a million credits at full precision) prints exactly; the ledger itself stays exact.
  */
 export function creditsToJson(amount: Nano): number {
+  // Within ±2^53 both the amount and 1e9 are exact doubles, and IEEE division rounds the exact
+  // quotient to the nearest double, as parsing the exact decimal text does: the same number, without
+  // the text (test/money.test.ts compares both ways).
+  if (amount >= -EXACT_DOUBLE && amount <= EXACT_DOUBLE) return Number(amount) / NANO_PER_CREDIT;
   return Number(formatCredits(amount));
 }
 

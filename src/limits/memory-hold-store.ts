@@ -26,16 +26,22 @@ interface AccountState {
   /** Key usage snapshots by `hash\u0000period`. */
   keys: Map<string, UsageField>;
   pending: PendingCharges;
-  scopes: Map<string, Scope>;
+  /**
+   * The running holds by what they count against: the in-flight budget, the balance, and each key's
+   * limit by the key's hash (each scope a field or keyed by a string the request already has, so no
+   * scope name is built a request).
+   */
+  budget: Scope;
+  balance: Scope;
+  keyScopes: Map<string, Scope>;
   /** The in-flight budget's settling holds: ended requests' actual costs, for the settlement window. */
   settling: SettlingQueue;
 }
 
 /** Accounts kept at most before the idle ones are forgotten (their snapshots reload from the ledger). */
 const MAX_ACCOUNTS = 100_000;
-const BUDGET = 'b';
-const BALANCE = 'r';
-const keyScope = (hash: string) => `k:${hash}`;
+
+const newScope = (): Scope => ({ total: 0n, holds: new Map(), expiries: new ExpiryHeap() });
 
 /**
  * Holds and the money view in this process: one node's limits, exact, with no round trip. The same
@@ -51,7 +57,15 @@ export class MemoryHoldStore implements HoldStore {
     let s = this.accounts.get(accountId);
     if (!s) {
       if (this.accounts.size >= MAX_ACCOUNTS) this.forgetIdle();
-      s = { account: undefined, keys: new Map(), pending: new PendingCharges(), scopes: new Map(), settling: new SettlingQueue() };
+      s = {
+        account: undefined,
+        keys: new Map(),
+        pending: new PendingCharges(),
+        budget: newScope(),
+        balance: newScope(),
+        keyScopes: new Map(),
+        settling: new SettlingQueue(),
+      };
       this.accounts.set(accountId, s);
     }
     return s;
@@ -62,7 +76,8 @@ export class MemoryHoldStore implements HoldStore {
     const now = this.clock.now();
     for (const [id] of this.accounts) {
       const s = this.live(id, now);
-      if (s.scopes.size === 0 && s.pending.size === 0 && s.settling.size === 0) this.accounts.delete(id);
+      const holdsNothing = s.budget.holds.size === 0 && s.balance.holds.size === 0 && s.keyScopes.size === 0;
+      if (holdsNothing && s.pending.size === 0 && s.settling.size === 0) this.accounts.delete(id);
     }
   }
 
@@ -74,16 +89,32 @@ export class MemoryHoldStore implements HoldStore {
       s.account = undefined;
       s.keys.clear();
     }
-    for (const [name, scope] of s.scopes) {
-      for (let e = scope.expiries.peek(); e && e.at <= now; e = scope.expiries.peek()) {
-        scope.expiries.pop();
-        const h = scope.holds.get(e.id);
-        if (h && h.version === e.version) this.drop(scope, e.id, h);
-      }
-      if (scope.holds.size === 0) s.scopes.delete(name);
+    this.lapse(s.budget, now);
+    this.lapse(s.balance, now);
+    for (const [hash, scope] of s.keyScopes) {
+      this.lapse(scope, now);
+      if (scope.holds.size === 0) s.keyScopes.delete(hash);
     }
     s.settling.expire(now);
     return s;
+  }
+
+  /** Drops the scope's holds whose lease ended at or before `now`. */
+  private lapse(scope: Scope, now: number): void {
+    for (let e = scope.expiries.peek(); e && e.at <= now; e = scope.expiries.peek()) {
+      scope.expiries.pop();
+      const h = scope.holds.get(e.id);
+      if (h && h.version === e.version) this.drop(scope, e.id, h);
+    }
+  }
+
+  private keyScope(s: AccountState, hash: string): Scope {
+    let scope = s.keyScopes.get(hash);
+    if (!scope) {
+      scope = newScope();
+      s.keyScopes.set(hash, scope);
+    }
+    return scope;
   }
 
   private drop(scope: Scope, id: string, h: Hold): void {
@@ -91,12 +122,7 @@ export class MemoryHoldStore implements HoldStore {
     scope.total -= h.amount;
   }
 
-  private put(s: AccountState, name: string, id: string, amount: Nano, until: number): void {
-    let scope = s.scopes.get(name);
-    if (!scope) {
-      scope = { total: 0n, holds: new Map(), expiries: new ExpiryHeap() };
-      s.scopes.set(name, scope);
-    }
+  private put(scope: Scope, id: string, amount: Nano, until: number): void {
     const old = scope.holds.get(id);
     if (old) this.drop(scope, id, old);
     const version = ++this.version;
@@ -105,13 +131,11 @@ export class MemoryHoldStore implements HoldStore {
     scope.expiries.push({ at: until, id, version });
   }
 
-  private remove(s: AccountState, name: string, id: string): Hold | undefined {
-    const scope = s.scopes.get(name);
+  private remove(scope: Scope | undefined, id: string): Hold | undefined {
     const h = scope?.holds.get(id);
     if (!scope || !h) return undefined;
     this.drop(scope, id, h);
-    if (scope.holds.size === 0) s.scopes.delete(name);
-    else if (scope.expiries.size > 2 * scope.holds.size + 64) {
+    if (scope.expiries.size > 2 * scope.holds.size + 64) {
       const fresh = new ExpiryHeap();
       for (const [hid, hold] of scope.holds) fresh.push({ at: hold.until, id: hid, version: hold.version });
       scope.expiries = fresh;
@@ -119,18 +143,14 @@ export class MemoryHoldStore implements HoldStore {
     return h;
   }
 
-  private held(s: AccountState, name: string): Nano {
-    return s.scopes.get(name)?.total ?? 0n;
-  }
-
   /** What the in-flight budget holds: running requests' estimates and settling actual costs. */
   private budgetHeld(s: AccountState): Nano {
-    return this.held(s, BUDGET) + s.settling.total;
+    return s.budget.total + s.settling.total;
   }
 
   private budgetHolds(s: AccountState): HoldView[] {
     const holds: HoldView[] = [];
-    for (const h of s.scopes.get(BUDGET)?.holds.values() ?? []) holds.push({ amount: h.amount, until: h.until, settling: false });
+    for (const h of s.budget.holds.values()) holds.push({ amount: h.amount, until: h.until, settling: false });
     for (const h of s.settling.entries()) holds.push({ amount: h.amount, until: h.until, settling: true });
     return holds;
   }
@@ -144,11 +164,11 @@ export class MemoryHoldStore implements HoldStore {
     if (req.refuseNegative && balance < 0n) return { ok: false, refused: 'negative', balance };
     if (req.key && keyField) {
       const used = keyUsed(keyField, req.key.includeByok, s.pending.keyUsage(req.key.hash, req.key.period));
-      const held = this.held(s, keyScope(req.key.hash));
+      const held = s.keyScopes.get(req.key.hash)?.total ?? 0n;
       if (used + held + req.key.amount > req.key.limit) return { ok: false, refused: 'key', used, held };
     }
     if (req.balance !== undefined) {
-      const held = this.held(s, BALANCE);
+      const held = s.balance.total;
       const available = balance > 0n ? balance : 0n;
       if (held + req.balance > available) return { ok: false, refused: 'balance', balance, held };
     }
@@ -159,11 +179,11 @@ export class MemoryHoldStore implements HoldStore {
       if (held + req.budget.amount > budget) return { ok: false, refused: 'budget', budget, held, holds: this.budgetHolds(s), now };
     }
     const until = now + req.leaseMs;
-    if (req.key) this.put(s, keyScope(req.key.hash), req.id, req.key.amount, until);
-    if (req.balance !== undefined) this.put(s, BALANCE, req.id, req.balance, until);
+    if (req.key) this.put(this.keyScope(s, req.key.hash), req.id, req.key.amount, until);
+    if (req.balance !== undefined) this.put(s.balance, req.id, req.balance, until);
     if (req.budget && budget !== undefined) {
       s.settling.take(req.id); // a hold is kept per request id, whatever it was
-      this.put(s, BUDGET, req.id, req.budget.amount, until);
+      this.put(s.budget, req.id, req.budget.amount, until);
     }
     return { ok: true, now, balance };
   }
@@ -171,10 +191,12 @@ export class MemoryHoldStore implements HoldStore {
   settle(req: SettleRequest): void {
     const now = this.clock.now();
     const s = this.live(req.accountId, now);
-    const hadBudget = this.remove(s, BUDGET, req.id) !== undefined || s.settling.take(req.id);
+    const hadBudget = this.remove(s.budget, req.id) !== undefined || s.settling.take(req.id);
     if (hadBudget && req.cost > 0n) s.settling.add(req.id, req.cost, now + req.windowMs);
-    this.remove(s, BALANCE, req.id);
-    this.remove(s, keyScope(req.keyHash), req.id);
+    this.remove(s.balance, req.id);
+    const keyScope = s.keyScopes.get(req.keyHash);
+    this.remove(keyScope, req.id);
+    if (keyScope && keyScope.holds.size === 0) s.keyScopes.delete(req.keyHash);
     if (req.cost > 0n || req.byokUsage > 0n) {
       s.pending.set(req.id, { cost: req.cost, byokUsage: req.byokUsage, keyHash: req.keyHash, periods: req.periods }, now + req.leaseMs);
     }
@@ -184,9 +206,9 @@ export class MemoryHoldStore implements HoldStore {
     const now = this.clock.now();
     const s = this.live(accountId, now);
     const until = now + leaseMs;
-    for (const [name, scope] of s.scopes) {
+    for (const scope of [s.budget, s.balance, ...s.keyScopes.values()]) {
       const h = scope.holds.get(id);
-      if (h && h.until < until) this.put(s, name, id, h.amount, until);
+      if (h && h.until < until) this.put(scope, id, h.amount, until);
     }
     s.pending.extend(id, until);
   }
@@ -220,7 +242,7 @@ export class MemoryHoldStore implements HoldStore {
         keyUsage.set(period, keyPeriodUsage(field, s.pending.keyUsage(key.hash, period)));
       }
     }
-    return { balance, totalUsage, keyUsage, budgetHeld: this.budgetHeld(s), runningHeld: this.held(s, BALANCE) };
+    return { balance, totalUsage, keyUsage, budgetHeld: this.budgetHeld(s), runningHeld: s.balance.total };
   }
 
   async close(): Promise<void> {

@@ -1,13 +1,9 @@
 import { Counter, type Registry } from 'prom-client';
+import { SeriesTable } from './series-table.js';
 
 interface Cell<V> {
-  labels: string[];
+  labels: readonly string[];
   pending: V;
-}
-
-/** The key of a series by its label values (in the order of the metric's label names). */
-export function seriesKey(labelValues: readonly string[]): string {
-  return labelValues.length === 1 ? (labelValues[0] as string) : labelValues.join('\u0000');
 }
 
 /**
@@ -18,10 +14,11 @@ export function seriesKey(labelValues: readonly string[]): string {
  * the counter's value at scrape time.
  */
 export class SummedCounter<V extends number | bigint> {
-  private readonly cells = new Map<string, Cell<V>>();
+  private readonly cells: SeriesTable<Cell<V>>;
 
   constructor(options: { name: string; help: string; labelNames: readonly string[]; registry: Registry }, zero: V, toValue: (sum: V) => number) {
-    const cells = this.cells;
+    const cells = new SeriesTable<Cell<V>>((labels) => ({ labels, pending: zero }));
+    this.cells = cells;
     new Counter({
       name: options.name,
       help: options.help,
@@ -39,9 +36,7 @@ export class SummedCounter<V extends number | bigint> {
 
   /** Adds `by` to the series of these label values (in the order of `labelNames`). */
   add(by: V, ...labels: string[]): void {
-    const key = seriesKey(labels);
-    const cell = this.cells.get(key);
-    if (cell) cell.pending = (typeof by === 'bigint' ? (cell.pending as bigint) + by : (cell.pending as number) + (by as number)) as V;
-    else this.cells.set(key, { labels, pending: by });
+    const cell = this.cells.of(labels);
+    cell.pending = (typeof by === 'bigint' ? (cell.pending as bigint) + by : (cell.pending as number) + (by as number)) as V;
   }
 }

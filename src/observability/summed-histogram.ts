@@ -1,5 +1,5 @@
 import type { Metric, Registry } from 'prom-client';
-import { seriesKey } from './summed-counter.js';
+import { SeriesTable } from './series-table.js';
 
 interface Series {
   labels: Record<string, string>;
@@ -33,34 +33,29 @@ export class SummedHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   private readonly bounds: readonly number[];
-  private readonly series = new Map<string, Series>();
+  private readonly series: SeriesTable<Series>;
 
   constructor(private readonly options: { name: string; help: string; labelNames: readonly string[]; buckets: readonly number[]; registry: Registry }) {
     this.name = options.name;
     this.help = options.help;
     this.bounds = [...options.buckets].sort((a, b) => a - b);
+    this.series = new SeriesTable((values) => this.newSeries(values));
     // As prom-client: a histogram without labels has its one series from the start, all zero.
-    if (options.labelNames.length === 0) this.seriesOf([]);
+    if (options.labelNames.length === 0) this.series.of([]);
     // The registry reads a metric through get() and reset() only (the same shape as prom-client's own).
     options.registry.registerMetric(this as unknown as Metric);
   }
 
-  private seriesOf(values: readonly string[]): Series {
-    const key = seriesKey(values);
-    let s = this.series.get(key);
-    if (!s) {
-      const labels: Record<string, string> = {};
-      this.options.labelNames.forEach((name, i) => (labels[name] = values[i] ?? ''));
-      s = { labels, counts: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
-      this.series.set(key, s);
-    }
-    return s;
+  private newSeries(values: readonly string[]): Series {
+    const labels: Record<string, string> = {};
+    this.options.labelNames.forEach((name, i) => (labels[name] = values[i] ?? ''));
+    return { labels, counts: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
   }
 
   /** Counts `value` in the series of these label values (in the order of `labelNames`). */
   observe(value: number, ...labelValues: string[]): void {
     if (!Number.isFinite(value)) return;
-    const s = this.seriesOf(labelValues);
+    const s = this.series.of(labelValues);
     const bounds = this.bounds;
     let i = 0;
     while (i < bounds.length && value > (bounds[i] as number)) i++;
@@ -89,6 +84,6 @@ export class SummedHistogram {
   /** Forgets every observation (the registry's resetMetrics). */
   reset(): void {
     this.series.clear();
-    if (this.options.labelNames.length === 0) this.seriesOf([]);
+    if (this.options.labelNames.length === 0) this.series.of([]);
   }
 }

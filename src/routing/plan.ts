@@ -17,17 +17,23 @@ export interface Attempt {
 
 /** The models a request names, in the order they are tried: `model`, then the `models` fallbacks. */
 export function requestedModels(catalog: Catalog, model: string | undefined, models: string[] | undefined): CatalogModel[] {
-  const ids = [...(model ? [model] : []), ...(models ?? [])].filter((id, i, all) => all.indexOf(id) === i);
-  if (ids.length === 0) throw invalidRequest('model is required: name a model id (see GET /api/v1/models)');
-  return ids.map((id) => {
-    const found = catalog.get(id);
-    if (!found) {
-      throw new GatewayError('unknown_model', `unknown model "${id}": see GET /api/v1/models for the models served here`, {
-        metadata: { model: id },
-      });
-    }
-    return found;
-  });
+  const found: CatalogModel[] = [];
+  if (model) found.push(catalogModel(catalog, model));
+  for (const id of models ?? []) {
+    if (id !== model && !found.some((m) => m.id === id)) found.push(catalogModel(catalog, id));
+  }
+  if (found.length === 0) throw invalidRequest('model is required: name a model id (see GET /api/v1/models)');
+  return found;
+}
+
+function catalogModel(catalog: Catalog, id: string): CatalogModel {
+  const found = catalog.get(id);
+  if (!found) {
+    throw new GatewayError('unknown_model', `unknown model "${id}": see GET /api/v1/models for the models served here`, {
+      metadata: { model: id },
+    });
+  }
+  return found;
 }
 
 function endpointsFor(model: CatalogModel, prefs: ProviderPreferences | undefined): Endpoint[] {
@@ -50,7 +56,10 @@ function endpointsFor(model: CatalogModel, prefs: ProviderPreferences | undefine
  * preferences order and filter them), then those of each fallback model.
  */
 export function planAttempts(models: CatalogModel[], prefs: ProviderPreferences | undefined): Attempt[] {
-  const attempts = models.flatMap((model) => endpointsFor(model, prefs).map((endpoint) => ({ model, endpoint })));
+  const attempts: Attempt[] = [];
+  for (const model of models) {
+    for (const endpoint of prefs === undefined ? model.endpoints : endpointsFor(model, prefs)) attempts.push({ model, endpoint });
+  }
   if (attempts.length === 0) {
     throw invalidRequest('no provider can serve this request: the provider preferences (only, ignore, order) exclude every endpoint of the requested models');
   }

@@ -18,6 +18,7 @@ import { sseBatches } from './sse-batches.js';
 import { requestUpstream, type UpstreamBody, type UpstreamResponse } from './upstream-response.js';
 import { describeUpstreamError, redactSecrets } from './upstream-error.js';
 import type { CancelSignal } from '../../cancellation.js';
+import { jsonString } from '../../json-string.js';
 
 export interface OpenAiProviderOptions {
   id: string;
@@ -80,7 +81,7 @@ export class OpenAiProvider implements ProviderAdapter {
     // The adapter's own fields first, then the client's members as they came (the body's `{` dropped).
     const own = call.stream ? '"stream":true,"stream_options":{"include_usage":true}' : '"stream":false';
     const rest = call.body.text.slice(1).trimStart();
-    const body = `{"model":${JSON.stringify(call.model)},${own}${rest === '}' ? '}' : `,${rest}`}`;
+    const body = `{"model":${jsonString(call.model)},${own}${rest === '}' ? '}' : `,${rest}`}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: call.stream ? 'text/event-stream' : 'application/json' };
     if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
 
