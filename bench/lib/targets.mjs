@@ -333,7 +333,7 @@ export async function startTollgate({
     },
   );
   const base = match[1];
-  const { key } = await setupAccount(base, adminToken);
+  const { accountId, key } = await setupAccount(base, adminToken);
   const auth = { authorization: `Bearer ${key}` };
   const target = describe(
     {
@@ -355,6 +355,11 @@ export async function startTollgate({
     },
     loadPool,
   );
+  /**
+   * Adds `credits` to the bench account's balance: a long run at full speed spends the 50 it starts with
+   * (0.0003 a request), and its in-flight budget, a third of the balance, shrinks with it until it refuses.
+   */
+  target.topUp = (credits) => admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${accountId}/credits`, { amount: credits });
   /** Every request sent was admitted and charged exactly (paid), or counted and charged nothing (free). */
   target.ledgerCheck = async (sent = target.sent) => {
     const get = async (route) => (await fetch(`${base}${route}`, { headers: auth })).json();
