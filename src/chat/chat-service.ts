@@ -22,7 +22,7 @@ import { route, type Routed } from '../routing/route.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
 import { chunkHead, errorChunk, normalizeAnswerText, relayedChunkText, usageBody, usageChunkText, type Served } from './normalize.js';
-import { hasDuplicateKeys, objectMembers, spliceObject } from './json-members.js';
+import { hasDuplicateKeys, keyIn, objectMembers, spliceObject } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { billedUsage, type BilledUsage } from './billed-usage.js';
 import { GenerationIds } from './generation-id.js';
@@ -79,7 +79,8 @@ const NO_MODELS: ReadonlySet<CatalogModel> = new Set();
 const NO_PROVIDERS: ReadonlySet<string> = new Set();
 
 /** Top-level fields of the client's body that are not passed on as they are. */
-const NOT_PASSED_ON = new Set<string>([...GATEWAY_FIELDS, 'model', 'stream']);
+const NOT_PASSED_ON: readonly string[] = [...GATEWAY_FIELDS, 'model', 'stream'];
+const notPassedOn = keyIn(NOT_PASSED_ON);
 
 /**
  * What the upstream is sent: the client's body without the gateway's own fields, otherwise unchanged.
@@ -118,11 +119,7 @@ function withoutGatewayFields(req: ChatRequest, messages: readonly unknown[]): C
 function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: string | undefined): UpstreamBody {
   const members = rawText !== undefined && messages === req.messages ? objectMembers(rawText) : undefined;
   if (members && !hasDuplicateKeys(members)) {
-    return new RelayedBody(
-      spliceObject(rawText as string, members, '', (key) => NOT_PASSED_ON.has(key)),
-      req,
-      messages,
-    );
+    return new RelayedBody(spliceObject(rawText as string, members, '', notPassedOn), req, messages);
   }
   const value = withoutGatewayFields(req, messages);
   return { value, text: JSON.stringify(value) };

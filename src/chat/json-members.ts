@@ -131,3 +131,14 @@ export function hasDuplicateKeys(members: readonly Member[]): boolean {
   }
   return false;
 }
+
+/**
+ * Whether a member's key is one of `names`, compared one by one: a key is a substring cut from the
+ * text, new each time, which a Set would hash on every lookup; a few short comparisons cost less.
+ */
+export function keyIn(names: readonly string[]): (key: string) => boolean {
+  return (key) => {
+    for (const name of names) if (name === key) return true;
+    return false;
+  };
+}

@@ -6,7 +6,7 @@ import type { ErrorMetadata } from '../error-body.js';
 import { isJsonObject } from '../json-object.js';
 import { jsonString } from '../json-string.js';
 import type { ChatCompletionChunkJson, ChatCompletionJson, ChatUsageJson } from './answer-schemas.js';
-import { hasDuplicateKeys, objectMembers, spliceObject } from './json-members.js';
+import { hasDuplicateKeys, keyIn, objectMembers, spliceObject } from './json-members.js';
 
 /** Who served a request, as the answer reports it. */
 export interface Served {
@@ -113,7 +113,7 @@ export function normalizeAnswer(body: Chunk, served: Served, usage: ChatUsageJso
   };
 }
 
-const ANSWER_REPLACED = new Set(['id', 'object', 'created', 'model', 'provider', 'system_fingerprint', 'usage']);
+const answerReplaced = keyIn(['id', 'object', 'created', 'model', 'provider', 'system_fingerprint', 'usage']);
 
 /**
  * The text of `normalizeAnswer(body, served, usage)`, spliced from the upstream's text when its
@@ -125,7 +125,7 @@ export function normalizeAnswerText(text: string, body: Chunk, served: Served, u
   const created = typeof body.created === 'number' && body.created > 0 ? Math.floor(body.created) : served.created;
   const fingerprint = typeof body.system_fingerprint === 'string' ? body.system_fingerprint : null;
   const head = `${idMembers(served, 'chat.completion', created)},"system_fingerprint":${fingerprint === null ? 'null' : jsonString(fingerprint)}`;
-  return spliceObject(text, members, head, (key) => ANSWER_REPLACED.has(key), `"usage":${usageText(usage)}`);
+  return spliceObject(text, members, head, answerReplaced, `"usage":${usageText(usage)}`);
 }
 
 /** The members every relayed chunk starts with: the gateway's id, object, created, model and provider. */
@@ -138,7 +138,7 @@ export function usageChunkText(head: string, usage: ChatUsageJson): string {
   return `{${head},"choices":[],"usage":${usageText(usage)}}`;
 }
 
-const CHUNK_REPLACED = new Set(['id', 'object', 'created', 'model', 'provider', 'usage', 'x_groq']);
+const chunkReplaced = keyIn(['id', 'object', 'created', 'model', 'provider', 'usage', 'x_groq']);
 
 /**
  * The text of `normalizeChunk(event.chunk, served)`, or undefined when nothing is left to relay. A
@@ -154,7 +154,7 @@ export function relayedChunkText(event: StreamEvent, served: Served, head: strin
     const members = objectMembers(text);
     if (members && !hasDuplicateKeys(members)) {
       const dropFingerprint = typeof chunk.system_fingerprint !== 'string';
-      return spliceObject(text, members, head, (key) => CHUNK_REPLACED.has(key) || (dropFingerprint && key === 'system_fingerprint'));
+      return spliceObject(text, members, head, (key) => chunkReplaced(key) || (dropFingerprint && key === 'system_fingerprint'));
     }
   }
   const out = normalizeChunk(chunk, served);

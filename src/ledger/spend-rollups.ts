@@ -22,12 +22,19 @@ export interface RollupDelta {
  * order rows are locked in).
  */
 export function rollupDeltas(charges: readonly Charge[], inserted: ReadonlySet<string>): RollupDelta[] {
-  const deltas = new Map<string, RollupDelta>();
+  // By key hash, then a short list (the key's hours, models and providers in this commit, usually one):
+  // a composite key string would be built and hashed anew for every charge.
+  const byKey = new Map<string, RollupDelta[]>();
+  const deltas: RollupDelta[] = [];
   for (const c of charges) {
     if (!inserted.has(c.id)) continue;
     const bucket = Math.floor(c.createdAt / HOUR_MS) * HOUR_MS;
-    const k = `${bucket}\u0000${c.accountId}\u0000${c.keyHash}\u0000${c.model}\u0000${c.provider}`;
-    const d = deltas.get(k);
+    let ofKey = byKey.get(c.keyHash);
+    if (!ofKey) {
+      ofKey = [];
+      byKey.set(c.keyHash, ofKey);
+    }
+    const d = ofKey.find((x) => x.bucket === bucket && x.accountId === c.accountId && x.model === c.model && x.provider === c.provider);
     if (d) {
       d.requests += 1;
       d.cost += c.totalCost;
@@ -35,7 +42,7 @@ export function rollupDeltas(charges: readonly Charge[], inserted: ReadonlySet<s
       d.promptTokens += c.tokensPrompt;
       d.completionTokens += c.tokensCompletion;
     } else {
-      deltas.set(k, {
+      const delta: RollupDelta = {
         bucket,
         accountId: c.accountId,
         keyHash: c.keyHash,
@@ -46,10 +53,12 @@ export function rollupDeltas(charges: readonly Charge[], inserted: ReadonlySet<s
         byokUsage: c.byokUsage,
         promptTokens: c.tokensPrompt,
         completionTokens: c.tokensCompletion,
-      });
+      };
+      ofKey.push(delta);
+      deltas.push(delta);
     }
   }
-  return [...deltas.values()].sort(
+  return deltas.sort(
     (a, b) =>
       a.bucket - b.bucket || byText(a.accountId, b.accountId) || byText(a.keyHash, b.keyHash) || byText(a.model, b.model) || byText(a.provider, b.provider),
   );

@@ -58,6 +58,8 @@ export class Cooldowns {
 
   /** When the endpoint may be tried again, if it is cooling down now. */
   cooling(key: string): { remainingMs: number; code: string | undefined } | undefined {
+    // Nearly always none: then the key, built for this request, is not hashed for a lookup.
+    if (this.until.size === 0) return undefined;
     const entry = this.until.get(key);
     if (!entry) return undefined;
     const remainingMs = entry.until - this.clock.now();
