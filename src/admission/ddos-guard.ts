@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { CounterStore } from '../limits/counter-store.js';
 import { platformRateLimited } from './rate-errors.js';
+import type { Awaitable } from '../awaitable.js';
 
 /** How long an address's requests are counted here before the count goes to the store (default). */
 const FLUSH_EVERY_MS = 20;
@@ -54,7 +55,12 @@ export class DdosGuard {
     this.flushEveryMs = options.flushEveryMs ?? FLUSH_EVERY_MS;
   }
 
-  async check(ip: string): Promise<void> {
+  /**
+   * Counts a request from `ip`: at once, or throws the 429, when this process's counts decide (a
+   * promise a request would cost every request); a promise while the store is failing and each
+   * request is counted there.
+   */
+  check(ip: string): Awaitable<void> {
     const now = this.clock.now();
     const start = Math.floor(now / 1000) * 1000;
     if (this.storeFailing) return this.checkAtStore(ip, now, start);

@@ -3,6 +3,7 @@ import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AppDeps } from './app-deps.js';
 import type { KeyRecord } from '../ledger/ledger.js';
+import { isPromise, type Awaitable } from '../awaitable.js';
 import { registerDashboard } from './dashboard.js';
 import { registerErrorHandling, toHttpError } from './error-handler.js';
 import { registerAdminRoutes } from './routes/admin.js';
@@ -96,7 +97,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       const fields = { reqId: req.id, method: req.method, path: req.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), ...req.logFields };
       req.log[level](reply.raw.writableFinished ? fields : { ...fields, client_gone: true }, 'request');
     });
-    deps.ddos.check(req.ip).then(() => done(), done);
+    let checked: Awaitable<void>;
+    try {
+      checked = deps.ddos.check(req.ip);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (isPromise(checked)) checked.then(() => done(), done);
+    else done();
   });
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);
