@@ -29,7 +29,7 @@
 // Instructions only: not the kernel's, nor what a cache miss costs; the full bench says what seconds cost.
 //
 //   node bench/instructions.mjs [--proxies bare,floor,tollgate] [--deployments sqlite,postgres-redis]
-//                               [--modes json,sse] [--warmup 20000] [--requests 500] [--rounds 3]
+//                               [--modes json,sse] [--warmup 20000] [--requests 2000] [--rounds 5]
 //                               [--concurrency 16] [--time-scale 0.01] [--baseline DIR] [--dumps DIR [--jit-names]]
 //                               [--markdown]
 import { execFileSync } from 'node:child_process';
@@ -49,8 +49,8 @@ const opt = parseOptions('instructions', {
   deployments: { type: 'string', default: 'sqlite,postgres-redis' },
   modes: { type: 'string', default: 'json,sse' },
   warmup: { type: 'string', default: '20000' },
-  requests: { type: 'string', default: '500' },
-  rounds: { type: 'string', default: '3' },
+  requests: { type: 'string', default: '2000' },
+  rounds: { type: 'string', default: '5' },
   concurrency: { type: 'string', default: '16' },
   baseline: { type: 'string' },
   markdown: { type: 'boolean', default: false },

@@ -223,6 +223,15 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
       expect(tollgate! > bare!, out).toBe(true);
       expect(rows[0]![7]).toBe('1.00×');
       expect(rows[0]![8]).toBe('1.00×');
+      // The collector apart, and the code (the rest without it) with its own ratio to bare: with one
+      // round's figures, the rest is the collector and the code (each rounded to an instruction).
+      const oneRound = ['--proxies', 'bare,tollgate', '--deployments', 'sqlite', '--modes', 'json', '--warmup', '50', '--requests', '20', '--rounds', '1'];
+      const single = await runBench(oneRound, 240_000, INSTRUCTIONS);
+      expect(single.code, single.out).toBe(0);
+      for (const row of tableRows(single.out, 'mode  proxy')) {
+        expect(Math.abs(figure(row[4]) - figure(row[9]) - figure(row[10])), single.out).toBeLessThanOrEqual(1);
+      }
+      expect(rows[0]![13]).toBe('1.00×');
       expect(out).toMatch(/ledger check \(json, tollgate sqlite\): 90 requests, .* OK/);
       // Each round's dump kept, and beside it one with the JavaScript named (Tollgate's own functions among them).
       const files = readdirSync(dumps);
