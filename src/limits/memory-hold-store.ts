@@ -194,9 +194,8 @@ export class MemoryHoldStore implements HoldStore {
     const hadBudget = this.remove(s.budget, req.id) !== undefined || s.settling.take(req.id);
     if (hadBudget && req.cost > 0n) s.settling.add(req.id, req.cost, now + req.windowMs);
     this.remove(s.balance, req.id);
-    const keyScope = s.keyScopes.get(req.keyHash);
-    this.remove(keyScope, req.id);
-    if (keyScope && keyScope.holds.size === 0) s.keyScopes.delete(req.keyHash);
+    // An emptied key scope goes at the account's next live() (as a lapsed one does).
+    this.remove(s.keyScopes.get(req.keyHash), req.id);
     if (req.cost > 0n || req.byokUsage > 0n) {
       s.pending.set(req.id, { cost: req.cost, byokUsage: req.byokUsage, keyHash: req.keyHash, periods: req.periods }, now + req.leaseMs);
     }

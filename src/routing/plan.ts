@@ -20,7 +20,7 @@ export function requestedModels(catalog: Catalog, model: string | undefined, mod
   const found: CatalogModel[] = [];
   if (model) found.push(catalogModel(catalog, model));
   for (const id of models ?? []) {
-    if (id !== model && !found.some((m) => m.id === id)) found.push(catalogModel(catalog, id));
+    if (!found.some((m) => m.id === id)) found.push(catalogModel(catalog, id));
   }
   if (found.length === 0) throw invalidRequest('model is required: name a model id (see GET /api/v1/models)');
   return found;
@@ -58,7 +58,7 @@ function endpointsFor(model: CatalogModel, prefs: ProviderPreferences | undefine
 export function planAttempts(models: CatalogModel[], prefs: ProviderPreferences | undefined): Attempt[] {
   const attempts: Attempt[] = [];
   for (const model of models) {
-    for (const endpoint of prefs === undefined ? model.endpoints : endpointsFor(model, prefs)) attempts.push({ model, endpoint });
+    for (const endpoint of endpointsFor(model, prefs)) attempts.push({ model, endpoint });
   }
   if (attempts.length === 0) {
     throw invalidRequest('no provider can serve this request: the provider preferences (only, ignore, order) exclude every endpoint of the requested models');
