@@ -63,12 +63,14 @@ async function measure(build, size) {
       await build.writer.write(
         db,
         Array.from({ length: size }, () => charge(Date.now())),
+        [],
       );
     const before = process.cpuUsage();
     for (let i = 0; i < commits; i++)
       await build.writer.write(
         db,
         Array.from({ length: size }, () => charge(Date.now())),
+        [],
       );
     const used = process.cpuUsage(before);
     return (used.user + used.system) / commits;

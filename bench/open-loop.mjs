@@ -24,12 +24,14 @@ import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { addAllocations, allocationReport, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions } from './lib/cli-options.mjs';
-import { root, startBare } from './lib/targets.mjs';
+import { COST_PER_REQUEST, root, startBare } from './lib/targets.mjs';
 
 const opt = parseOptions('open-loop', {
   rate: { type: 'string', default: '1000' },
   seconds: { type: 'string', default: '3' },
   rounds: { type: 'string', default: '6' },
+  // unmeasured requests through each proxy first (closed loop, 16 at a time), so V8 has compiled its code
+  warmup: { type: 'string', default: '2000' },
   // node --cpu-prof of the bare proxy and each Tollgate, one .cpuprofile each in DIR (their figures are inflated)
   profile: { type: 'string' },
   gc: { type: 'boolean', default: false },
@@ -44,6 +46,8 @@ const ROUNDS = Number(opt.rounds);
 if (!(RATE >= 1 && RATE <= 20_000)) die('--rate 1..20000 requests a second');
 if (!(SECONDS > 0 && SECONDS <= 60)) die('--seconds 0..60');
 if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 50)) die('--rounds 1..50');
+const WARMUP = Number(opt.warmup);
+if (!(Number.isInteger(WARMUP) && WARMUP >= 0 && WARMUP <= 1_000_000)) die('--warmup 0..1000000');
 
 /** Adds a round's garbage collections (the probe's `gc-stop`) to the process's totals. */
 function addGc(p, gc, requests) {
@@ -99,7 +103,7 @@ try {
   profiled = proxies.filter((p) => p.profile).map((p) => ({ mode: opt.mode, label: p.label, bare: p === bare, file: p.profile, windows: (p.windows = []) }));
   for (const p of proxies) {
     p.sent = 0;
-    await runLoad(p, opt.mode, 2000, 16); // warm-up
+    if (WARMUP > 0) await runLoad(p, opt.mode, WARMUP, 16);
   }
   for (const p of tollgates) await probe(p.child, 'eld-start');
 
@@ -107,7 +111,21 @@ try {
     `open loop, ${opt.mode}, ${opt.deployment}: ${RATE} requests/s for ${SECONDS} s a round, ${ROUNDS} rounds, order reversed every other round\n` +
       `latency in ms (request sent to last byte read); CPU µs a request; event-loop delay (Tollgate) in ms over the round\n\n`,
   );
-  const header = ['round', 'proxy', 'p50', 'p90', 'p99', 'max', 'CPU µs/req', 'ELD p99', 'ELD max', 'behind ms'];
+  // With --gc, each round also says what it promoted and how many full collections it held, so that a long
+  // run (many rounds) tells whether a process's collector does more as it ages.
+  const header = [
+    'round',
+    'proxy',
+    'p50',
+    'p90',
+    'p99',
+    'max',
+    'CPU µs/req',
+    'ELD p99',
+    'ELD max',
+    'behind ms',
+    ...(opt.gc ? ['promoted KB', 'full GCs', 'heap MB'] : []),
+  ];
   const rows = [];
   const print = (cells) => process.stdout.write(cells.map((c, i) => (i < 2 ? String(c).padEnd(i ? 26 : 5) : String(c).padStart(10))).join(' ') + '\n');
   print(header);
@@ -119,11 +137,15 @@ try {
       const c0 = (await p.cpu()).us;
       const run = await runOpenLoop(p, opt.mode, RATE, SECONDS);
       const cpu = ((await p.cpu()).us - c0) / run.latencies.length;
-      if (opt.gc) addGc(p, (await probe(p.child, 'gc-stop')).gc, run.latencies.length);
+      const gc = opt.gc ? (await probe(p.child, 'gc-stop')).gc : undefined;
+      addGc(p, gc, run.latencies.length);
       if (allocDir) await addAlloc(p, round, run.latencies.length);
       (p.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: run.latencies.length });
       const sorted = Float64Array.from(run.latencies).sort();
-      const eld = p === bare ? undefined : (await probe(p.child, 'stats')).eld;
+      const stats = await probe(p.child, 'stats');
+      const eld = p === bare ? undefined : stats.eld;
+      // A long run spends more than the bench account's 50 credits: what the round spent is credited back.
+      if (p.topUp) await p.topUp(Math.round(run.latencies.length * COST_PER_REQUEST * 1e9) / 1e9);
       const row = {
         round,
         proxy: p.label,
@@ -135,14 +157,18 @@ try {
         eldP99: eld?.p99,
         eldMax: eld?.max,
         behind: run.behindMs,
+        promoted: gc ? gc.promoted / run.latencies.length / 1024 : undefined,
+        majors: gc?.majors,
+        heap: stats.mem ? stats.mem.heapUsed / 1048576 : undefined,
       };
       rows.push(row);
       const f = (n, d = 2) => (n === undefined ? '' : n.toFixed(d));
-      print([round, p.label, f(row.p50), f(row.p90), f(row.p99), f(row.max, 1), f(cpu, 0), f(row.eldP99, 1), f(row.eldMax, 1), f(row.behind, 1)]);
+      const gcCells = opt.gc ? [f(row.promoted), String(row.majors), f(row.heap, 1)] : [];
+      print([round, p.label, f(row.p50), f(row.p90), f(row.p99), f(row.max, 1), f(cpu, 0), f(row.eldP99, 1), f(row.eldMax, 1), f(row.behind, 1), ...gcCells]);
     }
   }
   process.stdout.write('\nmedian over the rounds:\n');
-  print(header.map((h, i) => (i === 0 ? '' : h)));
+  print(header.slice(0, 10).map((h, i) => (i === 0 ? '' : h)));
   for (const p of proxies) {
     const mine = rows.filter((r) => r.proxy === p.label);
     const m = (k, d = 2) => (mine[0][k] === undefined ? '' : median(mine.map((r) => r[k])).toFixed(d));
