@@ -10,7 +10,10 @@
 //   gc-start   → starts recording every garbage collection (v8.GCProfiler)
 //   gc-stop    → {id, gc}: what the collections since `gc-start` did: scavenges (young-generation
 //                collections) and their pauses, the bytes allocated in the young generation between
-//                them, the bytes they promoted to the old generation, and the full (mark-compact) ones
+//                them, the bytes they promoted to the old generation, and the full (mark-compact) ones;
+//                gc.fullWindows: when each full collection ran, [from, to] in ms since the Unix epoch
+//                (performance.timeOrigin + the entry's start), from the start of its incremental
+//                marking (when one began within the 2 s before its pause) to the end of its pause
 //   alloc-start → starts V8's sampling heap profiler (an allocation sampled about every 1 KB: node:inspector,
 //                HeapProfiler.startSampling), keeping the samples of objects collected since, so that
 //                it tells what was allocated, garbage included, not only what is still alive
@@ -20,7 +23,7 @@
 // process's own code is untouched.
 import { writeFileSync } from 'node:fs';
 import inspector from 'node:inspector';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, constants as perfConstants, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 
 /** The bytes used in the spaces named, from a GCProfiler record's heap space statistics. */
@@ -57,7 +60,43 @@ function gcSummary(report) {
 let session;
 const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
 
+/**
+ * When the full collections ran: a PerformanceObserver of 'gc' entries, each full one (MAJOR) as a window
+ * from the start of the incremental marking before it (INCREMENTAL) to the end of its pause. On one core
+ * the marking takes the core from the requests well before the pause (bench/README.md, sixteenth session).
+ */
+function fullGcWindows() {
+  const windows = [];
+  let markingFrom;
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const at = performance.timeOrigin + e.startTime;
+      const kind = e.detail?.kind;
+      if (kind === perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL) markingFrom = at;
+      else if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+        windows.push([markingFrom !== undefined && at - markingFrom < 2000 ? markingFrom : at, at + e.duration]);
+        markingFrom = undefined;
+      }
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop() {
+      // Entries of the last moments are handed over on the next tick: taken now, not lost.
+      for (const e of observer.takeRecords?.() ?? []) {
+        if (e.detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+          const at = performance.timeOrigin + e.startTime;
+          windows.push([markingFrom !== undefined && at - markingFrom < 2000 ? markingFrom : at, at + e.duration]);
+        }
+      }
+      observer.disconnect();
+      return windows;
+    },
+  };
+}
+
 if (typeof process.send === 'function') {
+  let fullGcs;
   let monitor;
   let total;
   let gcProfiler;
@@ -97,11 +136,15 @@ if (typeof process.send === 'function') {
       gcProfiler?.stop();
       gcProfiler = new v8.GCProfiler();
       gcProfiler.start();
+      fullGcs?.stop();
+      fullGcs = fullGcWindows();
       process.send({ id, ok: true });
     } else if (cmd === 'gc-stop') {
       const report = gcProfiler?.stop();
       gcProfiler = undefined;
-      process.send({ id, gc: report ? gcSummary(report) : null });
+      const fullWindows = fullGcs?.stop() ?? [];
+      fullGcs = undefined;
+      process.send({ id, gc: report ? { ...gcSummary(report), fullWindows } : null });
     } else if (cmd === 'alloc-start') {
       if (!session) {
         session = new inspector.Session();

@@ -54,7 +54,7 @@ function addGc(p, gc, requests) {
   if (!gc) return;
   const t = (p.gc ??= { requests: 0 });
   t.requests += requests;
-  for (const [k, v] of Object.entries(gc)) t[k] = (t[k] ?? 0) + v;
+  for (const [k, v] of Object.entries(gc)) if (typeof v === 'number') t[k] = (t[k] ?? 0) + v;
 }
 
 /** Stops the round's allocation profile of `p`, keeps it in allocDir and adds it to the process's totals. */
@@ -64,6 +64,49 @@ async function addAlloc(p, round, requests) {
   p.alloc ??= { totals: emptyTotals(), requests: 0 };
   addAllocations(p.alloc.totals, JSON.parse(readFileSync(file, 'utf8')), root);
   p.alloc.requests += requests;
+}
+
+/** After a full collection's pause, the requests sent this long after it still wait behind its backlog. */
+const AFTER_FULL_GC_MS = 100;
+
+/**
+ * Splits a round's latencies by whether the request was sent while a full collection ran (from its
+ * marking to AFTER_FULL_GC_MS past its pause) or not, into the process's totals: how much of the p99
+ * the full collections make (on one core a full collection slows every request around it).
+ */
+function addFullGcLatencies(p, run, windows) {
+  const t = (p.fullGcSplit ??= { during: [], outside: [], windowMs: 0 });
+  for (const [from, to] of windows) t.windowMs += to + AFTER_FULL_GC_MS - from;
+  for (let i = 0; i < run.latencies.length; i++) {
+    const at = run.sent[i];
+    const during = windows.some(([from, to]) => at >= from && at <= to + AFTER_FULL_GC_MS);
+    (during ? t.during : t.outside).push(run.latencies[i]);
+  }
+}
+
+function printFullGcSplit(proxies) {
+  process.stdout.write(
+    `\nlatency (ms) of the requests sent during a full collection (its marking, its pause and ${AFTER_FULL_GC_MS} ms after) and of the others (--gc):\n`,
+  );
+  const cells = (c) => process.stdout.write(c.map((x, i) => (i ? String(x).padStart(12) : String(x).padEnd(26))).join(' ') + '\n');
+  cells(['proxy', 'full GC s', 'sent during', 'during p50', 'during p99', 'others p50', 'others p99', 'all p99']);
+  for (const p of proxies) {
+    const t = p.fullGcSplit;
+    if (!t) continue;
+    const sorted = (xs) => Float64Array.from(xs).sort();
+    const [during, outside, all] = [sorted(t.during), sorted(t.outside), sorted([...t.during, ...t.outside])];
+    const pc = (xs, q) => (xs.length > 0 ? percentile(xs, q).toFixed(2) : '–');
+    cells([
+      p.label,
+      (t.windowMs / 1000).toFixed(2),
+      `${((100 * during.length) / Math.max(1, all.length)).toFixed(1)} %`,
+      pc(during, 50),
+      pc(during, 99),
+      pc(outside, 50),
+      pc(outside, 99),
+      pc(all, 99),
+    ]);
+  }
 }
 
 function printGc(proxies) {
@@ -139,6 +182,7 @@ try {
       const cpu = ((await p.cpu()).us - c0) / run.latencies.length;
       const gc = opt.gc ? (await probe(p.child, 'gc-stop')).gc : undefined;
       addGc(p, gc, run.latencies.length);
+      if (gc) addFullGcLatencies(p, run, gc.fullWindows ?? []);
       if (allocDir) await addAlloc(p, round, run.latencies.length);
       (p.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: run.latencies.length });
       const sorted = Float64Array.from(run.latencies).sort();
@@ -174,7 +218,10 @@ try {
     const m = (k, d = 2) => (mine[0][k] === undefined ? '' : median(mine.map((r) => r[k])).toFixed(d));
     print(['', p.label, m('p50'), m('p90'), m('p99'), m('max', 1), m('cpu', 0), m('eldP99', 1), m('eldMax', 1), m('behind', 1)]);
   }
-  if (opt.gc) printGc(proxies);
+  if (opt.gc) {
+    printGc(proxies);
+    printFullGcSplit(proxies);
+  }
   if (allocDir) {
     process.stdout.write(`\nallocations over the rounds (--alloc; the profiles are in ${allocDir}):\n`);
     for (const p of proxies) if (p.alloc) process.stdout.write(`\n${allocationReport(p.label, p.alloc.totals, p.alloc.requests)}`);

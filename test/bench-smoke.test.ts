@@ -164,6 +164,15 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     for (const [, young, promoted, scavengeUs, scavenges, fullGcs] of rows) {
       for (const cell of [young, promoted, scavengeUs, scavenges, fullGcs]) expect(Number.isFinite(figure(cell)) && figure(cell) >= 0, out).toBe(true);
     }
+    // The requests sent during a full collection apart from the others: every request is in one of them.
+    const split = tableRows(out, 'latency (ms) of the requests sent during a full collection');
+    expect(split.map((r) => r[0])).toEqual(['bare', 'tollgate sqlite']);
+    for (const [, seconds, share, , , othersP50, othersP99, allP99] of split) {
+      expect(figure(seconds) >= 0 && figure(share?.replace(' %', '')) >= 0 && figure(share?.replace(' %', '')) <= 100, out).toBe(true);
+      for (const cell of [othersP50, othersP99, allP99]) expect(figure(cell) > 0, out).toBe(true);
+    }
+    // Each round's row also gives what it promoted and its full collections.
+    expect(out).toMatch(/^1 +tollgate sqlite( +[\d.]+){8} +[\d.]+ +\d+ +[\d.]+$/m);
     // Each process's allocations a request, and its own code among the functions that allocated.
     for (const label of ['bare', 'tollgate sqlite']) {
       const m = new RegExp(`\\[${label}\\] ([\\d.]+) KB allocated a request`).exec(out);

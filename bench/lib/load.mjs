@@ -85,6 +85,8 @@ export function latencyPool(target) {
 export async function runOpenLoop(target, mode, rate, seconds) {
   const total = Math.max(1, Math.round(rate * seconds));
   const latencies = new Float64Array(total);
+  // When each request was sent, in ms since the Unix epoch (the clock of the probe's GC windows).
+  const sent = new Float64Array(total);
   const body = bodyFor(target.model, mode);
   const pool = latencyPool(target);
   const interval = 1000 / rate;
@@ -96,6 +98,7 @@ export async function runOpenLoop(target, mode, rate, seconds) {
     let failed = false;
     const fire = (i) => {
       const sentAt = performance.now();
+      sent[i] = performance.timeOrigin + sentAt;
       target.sent++;
       one(pool, target, mode, body).then(
         () => {
@@ -118,5 +121,5 @@ export async function runOpenLoop(target, mode, rate, seconds) {
     };
     tick();
   });
-  return { elapsedMs: performance.now() - t0, latencies, behindMs, rate: (total * 1000) / (performance.now() - t0) };
+  return { elapsedMs: performance.now() - t0, latencies, sent, behindMs, rate: (total * 1000) / (performance.now() - t0) };
 }
