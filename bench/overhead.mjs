@@ -403,7 +403,7 @@ async function main() {
         (PIN ? `pinned: proxies on CPU ${PIN.proxy}, load generator and fake upstream on CPU ${PIN.others}\n` : 'not pinned to CPUs\n') +
         `Node proxies run with npm start's flags: ${START_NODE_FLAGS.join(' ') || 'none'}` +
         (EXTRA_NODE_FLAGS.length > 0 ? `; this build's Tollgate also with ${EXTRA_NODE_FLAGS.join(' ')}\n` : '\n') +
-        `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 40/day, settlement window ` +
+        `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 10,000/day, settlement window ` +
         `${WINDOW_MS} ms; paid model, and a :free model with the free-model limits counted; deployments: ${ctx.deployments.join(', ') || 'none'}\n` +
         (opt.profile ? 'NOTE: --profile is on: Tollgate and the bare proxy run under the CPU profiler, their numbers are inflated.\n' : '') +
         (opt.perf

@@ -661,6 +661,30 @@ for (const target of databaseTargets) {
     );
 
     it.runIf(target.name === 'sqlite')(
+      'issue 9: journaled charges that fill a batch go to the tables at once, not after the wait for one (a wait under load kept every request alive for it)',
+      async () => {
+        const a = await newAccount();
+        const hash = `h-batch-${target.name}`;
+        await newKey(a.id, hash);
+        // The wait for a batch is a minute here: only the batch itself can bring the charges to the tables
+        // within the test's timeout (before, a wait once started ran its course whatever filled meanwhile).
+        const local = new KyselyLedger(db, { applyDelayMs: 60_000 });
+        try {
+          const one = charge(a.id, hash, 1n);
+          await local.charge(one); // the wait for a batch starts
+          const rest = Array.from({ length: 63 }, (_, i) => charge(a.id, hash, 2n, T0 + i));
+          await Promise.all(rest.map((c) => local.charge(c))); // 64 journaled: a batch
+          await Promise.all([one, ...rest].map((c) => local.recorded(c.id)));
+          expect(await journaledIds(db)).toEqual([]);
+          expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(1n + 63n * 2n);
+        } finally {
+          await local.flush();
+        }
+      },
+      10_000,
+    );
+
+    it.runIf(target.name === 'sqlite')(
       'issue 9: a process stopped with charges journaled loses none: the next start applies each once, every field exact, and the stopped one applying them too changes nothing',
       async () => {
         const hash = 'h-recover';

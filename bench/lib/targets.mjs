@@ -276,11 +276,12 @@ async function admin(base, token, method, route, body) {
   return text ? JSON.parse(text) : undefined;
 }
 
-/** A prepaid account with 50 credits (in-flight budget applies: below balance_threshold 100) and a key with a 40-credit daily limit. */
+/** A prepaid account with 50 credits (in-flight budget applies: below balance_threshold 100) and a key with a daily limit of 10,000
+ * credits: checked (and held against) on every request, and out of reach of a long run, whose account is credited back. */
 async function setupAccount(base, adminToken) {
   const { data: account } = await admin(base, adminToken, 'POST', '/api/v1/admin/accounts', { name: 'bench', type: 'prepaid' });
   await admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${account.id}/credits`, { amount: 50 });
-  const { key } = await admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${account.id}/keys`, { name: 'bench', limit: 40, limit_reset: 'daily' });
+  const { key } = await admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${account.id}/keys`, { name: 'bench', limit: 10_000, limit_reset: 'daily' });
   const { data: shown } = await admin(base, adminToken, 'GET', `/api/v1/admin/accounts/${account.id}`);
   if (!shown.in_flight?.subject) throw new Error(`the in-flight budget does not apply to the bench account: ${JSON.stringify(shown)}`);
   return { accountId: account.id, key };

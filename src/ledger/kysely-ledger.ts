@@ -132,6 +132,8 @@ export interface KyselyLedgerOptions {
    * PostgreSQL (see there).
    */
   commitIntervalMs?: number;
+  /** How long journaled charges (SQLite) wait for APPLY_BATCH of them before they are applied anyway (default APPLY_MS). */
+  applyDelayMs?: number;
 }
 
 /**
@@ -169,6 +171,8 @@ export class KyselyLedger implements Ledger {
   private readonly entries = new Map<number, JournalEntry>();
   private applying: Promise<void> | undefined;
   private applyTimer: NodeJS.Timeout | undefined;
+  /** The timer set runs the application at once (a batch waits), not after the wait for one. */
+  private applyNow = false;
   /** The last application failed: the next waits for its retry timer (reads do not hurry it). */
   private applyRetrying = false;
   private flushing: Promise<void> | undefined;
@@ -723,13 +727,26 @@ export class KyselyLedger implements Ledger {
     return retry;
   }
 
-  /** Applies the journaled charges soon: at once when a batch of them waits, else within APPLY_MS. */
+  /**
+   * Applies the journaled charges soon: at once when a batch of them waits, else within APPLY_MS. A
+   * batch that fills while the wait for one runs goes at once too: charges waiting the whole APPLY_MS
+   * under load (as they did) kept each request's pending state alive across the young generation's
+   * collections, which promoted it to the old one (bench/README.md, sixteenth session). A retry's
+   * timer (the database failed) is never cut short.
+   */
   private scheduleApply(retryDelayMs?: number): void {
     if (retryDelayMs !== undefined) this.applyRetrying = true;
-    if (this.applyTimer || this.closing) return;
-    const ms = retryDelayMs ?? (this.unapplied.length >= APPLY_BATCH ? 0 : APPLY_MS);
+    if (this.closing) return;
+    const batchWaits = retryDelayMs === undefined && this.unapplied.length >= APPLY_BATCH;
+    if (this.applyTimer) {
+      if (!batchWaits || this.applyNow || this.applyRetrying) return;
+      clearTimeout(this.applyTimer);
+    }
+    const ms = retryDelayMs ?? (batchWaits ? 0 : (this.options.applyDelayMs ?? APPLY_MS));
+    this.applyNow = ms === 0;
     this.applyTimer = setTimeout(() => {
       this.applyTimer = undefined;
+      this.applyNow = false;
       this.applyRetrying = false;
       this.applyJournaled().catch(() => undefined);
     }, ms);
