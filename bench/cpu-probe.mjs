@@ -68,8 +68,8 @@ const post = (method, params) => new Promise((resolve, reject) => session.post(m
 function fullGcWindows() {
   const windows = [];
   let markingFrom;
-  const observer = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
+  const take = (entries) => {
+    for (const e of entries) {
       const at = performance.timeOrigin + e.startTime;
       const kind = e.detail?.kind;
       if (kind === perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL) markingFrom = at;
@@ -78,17 +78,13 @@ function fullGcWindows() {
         markingFrom = undefined;
       }
     }
-  });
+  };
+  const observer = new PerformanceObserver((list) => take(list.getEntries()));
   observer.observe({ entryTypes: ['gc'] });
   return {
     stop() {
       // Entries of the last moments are handed over on the next tick: taken now, not lost.
-      for (const e of observer.takeRecords?.() ?? []) {
-        if (e.detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
-          const at = performance.timeOrigin + e.startTime;
-          windows.push([markingFrom !== undefined && at - markingFrom < 2000 ? markingFrom : at, at + e.duration]);
-        }
-      }
+      take(observer.takeRecords());
       observer.disconnect();
       return windows;
     },

@@ -24,7 +24,7 @@ import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { addAllocations, allocationReport, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions } from './lib/cli-options.mjs';
-import { COST_PER_REQUEST, root, startBare } from './lib/targets.mjs';
+import { root, startBare } from './lib/targets.mjs';
 
 const opt = parseOptions('open-loop', {
   rate: { type: 'string', default: '1000' },
@@ -156,19 +156,8 @@ try {
   );
   // With --gc, each round also says what it promoted and how many full collections it held, so that a long
   // run (many rounds) tells whether a process's collector does more as it ages.
-  const header = [
-    'round',
-    'proxy',
-    'p50',
-    'p90',
-    'p99',
-    'max',
-    'CPU µs/req',
-    'ELD p99',
-    'ELD max',
-    'behind ms',
-    ...(opt.gc ? ['promoted KB', 'full GCs', 'heap MB'] : []),
-  ];
+  const columns = ['round', 'proxy', 'p50', 'p90', 'p99', 'max', 'CPU µs/req', 'ELD p99', 'ELD max', 'behind ms'];
+  const header = [...columns, ...(opt.gc ? ['promoted KB', 'full GCs', 'heap MB'] : [])];
   const rows = [];
   const print = (cells) => process.stdout.write(cells.map((c, i) => (i < 2 ? String(c).padEnd(i ? 26 : 5) : String(c).padStart(10))).join(' ') + '\n');
   print(header);
@@ -189,7 +178,7 @@ try {
       const stats = await probe(p.child, 'stats');
       const eld = p === bare ? undefined : stats.eld;
       // A long run spends more than the bench account's 50 credits: what the round spent is credited back.
-      if (p.topUp) await p.topUp(Math.round(run.latencies.length * COST_PER_REQUEST * 1e9) / 1e9);
+      await p.creditBack?.(run.latencies.length);
       const row = {
         round,
         proxy: p.label,
@@ -212,7 +201,7 @@ try {
     }
   }
   process.stdout.write('\nmedian over the rounds:\n');
-  print(header.slice(0, 10).map((h, i) => (i === 0 ? '' : h)));
+  print(columns.map((h, i) => (i === 0 ? '' : h)));
   for (const p of proxies) {
     const mine = rows.filter((r) => r.proxy === p.label);
     const m = (k, d = 2) => (mine[0][k] === undefined ? '' : median(mine.map((r) => r[k])).toFixed(d));

@@ -12,7 +12,6 @@
 import { pinning, stopAll } from './lib/children.mjs';
 import { bodyFor, one, runLoad } from './lib/load.mjs';
 import { median } from './lib/report.mjs';
-import { COST_PER_REQUEST } from './lib/targets.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions } from './lib/cli-options.mjs';
 
 const opt = parseOptions('side-by-side', {
@@ -73,8 +72,7 @@ try {
       // What each spent since the last window goes back on its balance, outside the measured window: at
       // several thousand answers a second the balance would fall until the in-flight budget refused.
       for (const t of [mine, base]) {
-        const spent = Math.round((t.answered - (t.toppedUpAt ?? 0)) * COST_PER_REQUEST * 1e9) / 1e9;
-        if (spent > 0) await t.topUp(spent);
+        await t.creditBack(t.answered - (t.toppedUpAt ?? 0));
         t.toppedUpAt = t.answered;
       }
       const start = await Promise.all([mine, base].map(async (t) => ({ cpu: (await t.cpu()).us, answered: t.answered })));

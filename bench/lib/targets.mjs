@@ -361,6 +361,10 @@ export async function startTollgate({
    * (0.0003 a request), and its in-flight budget, a third of the balance, shrinks with it until it refuses.
    */
   target.topUp = (credits) => admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${accountId}/credits`, { amount: credits });
+  /** Credits back what `requests` answers cost (0.0003 each), so that a long run does not drain the account. */
+  target.creditBack = async (requests) => {
+    if (requests > 0) await target.topUp(Math.round(requests * COST_PER_REQUEST * 1e9) / 1e9);
+  };
   /** Every request sent was admitted and charged exactly (paid), or counted and charged nothing (free). */
   target.ledgerCheck = async (sent = target.sent) => {
     const get = async (route) => (await fetch(`${base}${route}`, { headers: auth })).json();
