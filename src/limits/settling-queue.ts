@@ -1,38 +1,161 @@
 import type { Nano } from '../ledger/money.js';
 
-interface Settling {
-  id: string;
-  amount: Nano;
-  until: number;
-  /** False once the entry was taken out by id (it stays in the queue until its turn, counting nothing). */
-  live: boolean;
-}
+/** What one BigInt64Array slot holds: the amounts up to it go in the compact run. */
+const MAX_COMPACT = 2n ** 63n - 1n;
+/** The run's smallest capacity (a power of two). */
+const MIN_CAPACITY = 256;
 
 /**
  * The ended requests' actual costs in an account's in-flight budget, each until its settlement window
  * closes, kept in the order they close, and by request id. Every one is added `now + window` after the
  * last, so it goes at the end and the queue expires from its head: O(1) a request, where a heap of
- * deadlines cost O(log n) (at 1,000 requests a second and a 60 s window, 60,000 entries). One that
- * closes earlier than the last (the clock stepped back, or the window was shortened) is put in its
- * place from the end, so each still counts exactly until its own time.
+ * deadlines cost O(log n) (at 1,000 requests a second and a 60 s window, 60,000 entries).
+ *
+ * Those entries live for the whole window, long enough for V8 to move them to its old generation,
+ * where only a full collection reclaims them: they were most of what a SQLite gateway promoted (~300
+ * bytes an entry as objects). So the entries added in order are a ring of typed arrays (their numbers
+ * off V8's heap), and an entry costs its id and its place in the map by id (~90 bytes, one object).
+ * One that closes earlier than the last (the clock stepped back, or the window was shortened), or whose
+ * amount does not fit in 64 bits, goes to a sorted list of objects (`SortedSettling`) instead, so each
+ * still counts exactly until its own time.
  */
 export class SettlingQueue {
+  // The run: entry number `n` (counted from the first ever added) sits at `n & mask`; those from `first`
+  // to `next` are in the ring, in the order they close. A taken entry stays until its turn, its id cleared.
+  private ids: Array<string | undefined> = new Array<string | undefined>(MIN_CAPACITY).fill(undefined);
+  private untils = new Float64Array(MIN_CAPACITY);
+  private amounts = new BigInt64Array(MIN_CAPACITY);
+  private mask = MIN_CAPACITY - 1;
+  private first = 0;
+  private next = 0;
+  /** The run's entries that count, by request id: their entry numbers. */
+  private readonly numbers = new Map<string, number>();
+  private sum: Nano = 0n;
+  /** The entries that could not go at the run's end. */
+  private readonly others = new SortedSettling();
+
+  /** What the entries not yet expired add up to. */
+  get total(): Nano {
+    return this.sum + this.others.total;
+  }
+
+  /** How many entries count. */
+  get size(): number {
+    return this.numbers.size + this.others.size;
+  }
+
+  /** Adds request `id`'s actual cost until `until`, in place of any it had. */
+  add(id: string, amount: Nano, until: number): void {
+    this.take(id);
+    const last = this.next - 1;
+    if ((this.next > this.first && (this.untils[last & this.mask] as number) > until) || amount > MAX_COMPACT || amount < -MAX_COMPACT) {
+      this.others.add(id, amount, until);
+      return;
+    }
+    if (this.next - this.first > this.mask) this.resize((this.mask + 1) * 2);
+    const slot = this.next & this.mask;
+    this.ids[slot] = id;
+    this.untils[slot] = until;
+    this.amounts[slot] = amount;
+    this.numbers.set(id, this.next++);
+    this.sum += amount;
+  }
+
+  /** Takes request `id`'s entry out; whether it had one that still counted. */
+  take(id: string): boolean {
+    const n = this.numbers.get(id);
+    if (n === undefined) return this.others.take(id);
+    this.numbers.delete(id);
+    const slot = n & this.mask;
+    this.ids[slot] = undefined;
+    this.sum -= this.amounts[slot] as bigint;
+    return true;
+  }
+
+  /** Drops the entries whose window closed at or before `now`. */
+  expire(now: number): void {
+    const { ids, untils, amounts, mask } = this;
+    while (this.first < this.next) {
+      const slot = this.first & mask;
+      if ((untils[slot] as number) > now) break;
+      const id = ids[slot];
+      if (id !== undefined) {
+        this.numbers.delete(id);
+        this.sum -= amounts[slot] as bigint;
+        ids[slot] = undefined;
+      }
+      this.first++;
+    }
+    // A ring that a burst grew is given back once a quarter of it or less is taken: to twice what it holds.
+    const held = this.next - this.first;
+    if (this.mask + 1 > MIN_CAPACITY && held * 4 <= this.mask + 1) {
+      let capacity = MIN_CAPACITY;
+      while (capacity < held * 2) capacity *= 2;
+      this.resize(capacity);
+    }
+    this.others.expire(now);
+  }
+
+  /** The entries that count, first to close first. */
+  *entries(): IterableIterator<{ amount: Nano; until: number }> {
+    const others = this.others.entries();
+    let other = others.next();
+    for (let n = this.first; n < this.next; n++) {
+      const slot = n & this.mask;
+      if (this.ids[slot] === undefined) continue;
+      const until = this.untils[slot] as number;
+      for (; !other.done && other.value.until <= until; other = others.next()) yield other.value;
+      yield { amount: this.amounts[slot] as bigint, until };
+    }
+    for (; !other.done; other = others.next()) yield other.value;
+  }
+
+  /** The ring at `capacity` (a power of two, at least what it holds), each entry at its number's slot. */
+  private resize(capacity: number): void {
+    const ids = new Array<string | undefined>(capacity).fill(undefined);
+    const untils = new Float64Array(capacity);
+    const amounts = new BigInt64Array(capacity);
+    const mask = capacity - 1;
+    for (let n = this.first; n < this.next; n++) {
+      const from = n & this.mask;
+      const to = n & mask;
+      ids[to] = this.ids[from];
+      untils[to] = this.untils[from] as number;
+      amounts[to] = this.amounts[from] as bigint;
+    }
+    this.ids = ids;
+    this.untils = untils;
+    this.amounts = amounts;
+    this.mask = mask;
+  }
+}
+
+interface Settling {
+  id: string;
+  amount: Nano;
+  until: number;
+  /** False once the entry was taken out by id (it stays in the list until its turn, counting nothing). */
+  live: boolean;
+}
+
+/**
+ * Entries as objects, kept sorted by when they close: each put in its place from the end, so that those
+ * added in order still cost O(1). SettlingQueue's place for the entries its run cannot take.
+ */
+class SortedSettling {
   private items: Settling[] = [];
   private head = 0;
   private sum: Nano = 0n;
   private readonly byId = new Map<string, Settling>();
 
-  /** What the entries not yet expired add up to. */
   get total(): Nano {
     return this.sum;
   }
 
-  /** How many entries count. */
   get size(): number {
     return this.byId.size;
   }
 
-  /** Adds request `id`'s actual cost until `until`, in place of any it had. */
   add(id: string, amount: Nano, until: number): void {
     this.take(id);
     const entry: Settling = { id, amount, until, live: true };
@@ -45,8 +168,8 @@ export class SettlingQueue {
     this.sum += amount;
   }
 
-  /** Takes request `id`'s entry out; whether it had one that still counted. */
   take(id: string): boolean {
+    if (this.byId.size === 0) return false;
     const entry = this.byId.get(id);
     if (!entry) return false;
     this.byId.delete(id);
@@ -55,7 +178,6 @@ export class SettlingQueue {
     return true;
   }
 
-  /** Drops the entries whose window closed at or before `now`. */
   expire(now: number): void {
     const a = this.items;
     while (this.head < a.length && (a[this.head] as Settling).until <= now) {
@@ -67,7 +189,7 @@ export class SettlingQueue {
       this.head++;
     }
     if (this.head === a.length) {
-      this.items = [];
+      if (a.length > 0) this.items = [];
       this.head = 0;
     } else if (this.head > 1024 && this.head * 2 > a.length) {
       this.items = a.slice(this.head);
@@ -75,7 +197,6 @@ export class SettlingQueue {
     }
   }
 
-  /** The entries that count, first to close first. */
   *entries(): IterableIterator<{ amount: Nano; until: number }> {
     for (let i = this.head; i < this.items.length; i++) {
       const entry = this.items[i] as Settling;
