@@ -1,4 +1,5 @@
 import type { Nano } from '../ledger/money.js';
+import { IdTable, idHash } from './id-table.js';
 
 /** What one BigInt64Array slot holds: the amounts up to it go in the compact run. */
 const MAX_COMPACT = 2n ** 63n - 1n;
@@ -12,9 +13,10 @@ const MIN_CAPACITY = 256;
  * deadlines cost O(log n) (at 1,000 requests a second and a 60 s window, 60,000 entries).
  *
  * Those entries live for the whole window, long enough for V8 to move them to its old generation,
- * where only a full collection reclaims them: they were most of what a SQLite gateway promoted (~300
- * bytes an entry as objects). So the entries added in order are a ring of typed arrays (their numbers
- * off V8's heap), and an entry costs its id and its place in the map by id (~90 bytes, one object).
+ * where only a full collection reclaims them: they were most of what a SQLite gateway promoted (~190
+ * bytes an entry as objects, and a Map by id that, used as a queue, rebuilt its table every few
+ * thousand requests). So the entries added in order are a ring of typed arrays (their numbers off V8's
+ * heap), found by id through a hash table of typed arrays (id-table.ts): an entry costs its id.
  * One that closes earlier than the last (the clock stepped back, or the window was shortened), or whose
  * amount does not fit in 64 bits, goes to a sorted list of objects (`SortedSettling`) instead, so each
  * still counts exactly until its own time.
@@ -23,13 +25,14 @@ export class SettlingQueue {
   // The run: entry number `n` (counted from the first ever added) sits at `n & mask`; those from `first`
   // to `next` are in the ring, in the order they close. A taken entry stays until its turn, its id cleared.
   private ids: Array<string | undefined> = new Array<string | undefined>(MIN_CAPACITY).fill(undefined);
+  private hashes = new Int32Array(MIN_CAPACITY);
   private untils = new Float64Array(MIN_CAPACITY);
   private amounts = new BigInt64Array(MIN_CAPACITY);
   private mask = MIN_CAPACITY - 1;
   private first = 0;
   private next = 0;
   /** The run's entries that count, by request id: their entry numbers. */
-  private readonly numbers = new Map<string, number>();
+  private readonly numbers = new IdTable((n) => this.ids[n & this.mask]);
   private sum: Nano = 0n;
   /** The entries that could not go at the run's end. */
   private readonly others = new SortedSettling();
@@ -46,7 +49,8 @@ export class SettlingQueue {
 
   /** Adds request `id`'s actual cost until `until`, in place of any it had. */
   add(id: string, amount: Nano, until: number): void {
-    this.take(id);
+    const hash = idHash(id);
+    this.takeHashed(id, hash);
     const last = this.next - 1;
     if ((this.next > this.first && (this.untils[last & this.mask] as number) > until) || amount > MAX_COMPACT || amount < -MAX_COMPACT) {
       this.others.add(id, amount, until);
@@ -55,17 +59,21 @@ export class SettlingQueue {
     if (this.next - this.first > this.mask) this.resize((this.mask + 1) * 2);
     const slot = this.next & this.mask;
     this.ids[slot] = id;
+    this.hashes[slot] = hash;
     this.untils[slot] = until;
     this.amounts[slot] = amount;
-    this.numbers.set(id, this.next++);
+    this.numbers.add(hash, this.next++);
     this.sum += amount;
   }
 
   /** Takes request `id`'s entry out; whether it had one that still counted. */
   take(id: string): boolean {
-    const n = this.numbers.get(id);
-    if (n === undefined) return this.others.take(id);
-    this.numbers.delete(id);
+    return this.takeHashed(id, idHash(id));
+  }
+
+  private takeHashed(id: string, hash: number): boolean {
+    const n = this.numbers.remove(id, hash);
+    if (n < 0) return this.others.take(id);
     const slot = n & this.mask;
     this.ids[slot] = undefined;
     this.sum -= this.amounts[slot] as bigint;
@@ -74,13 +82,13 @@ export class SettlingQueue {
 
   /** Drops the entries whose window closed at or before `now`. */
   expire(now: number): void {
-    const { ids, untils, amounts, mask } = this;
+    const { ids, hashes, untils, amounts, mask } = this;
     while (this.first < this.next) {
       const slot = this.first & mask;
       if ((untils[slot] as number) > now) break;
       const id = ids[slot];
       if (id !== undefined) {
-        this.numbers.delete(id);
+        this.numbers.remove(id, hashes[slot] as number);
         this.sum -= amounts[slot] as bigint;
         ids[slot] = undefined;
       }
@@ -113,6 +121,7 @@ export class SettlingQueue {
   /** The ring at `capacity` (a power of two, at least what it holds), each entry at its number's slot. */
   private resize(capacity: number): void {
     const ids = new Array<string | undefined>(capacity).fill(undefined);
+    const hashes = new Int32Array(capacity);
     const untils = new Float64Array(capacity);
     const amounts = new BigInt64Array(capacity);
     const mask = capacity - 1;
@@ -120,10 +129,12 @@ export class SettlingQueue {
       const from = n & this.mask;
       const to = n & mask;
       ids[to] = this.ids[from];
+      hashes[to] = this.hashes[from] as number;
       untils[to] = this.untils[from] as number;
       amounts[to] = this.amounts[from] as bigint;
     }
     this.ids = ids;
+    this.hashes = hashes;
     this.untils = untils;
     this.amounts = amounts;
     this.mask = mask;

@@ -1,0 +1,85 @@
+/** The table's smallest capacity (a power of two). */
+const MIN_CAPACITY = 1024;
+
+/**
+ * A string's 32-bit FNV-1a hash, never 0 (0 marks an empty slot). Request ids are ASCII; any string
+ * hashes (a char above 0xff is folded in whole), it only spreads less.
+ */
+export function idHash(id: string): number {
+  let h = 0x811c9dc5 | 0;
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  return h === 0 ? 1 : h;
+}
+
+/**
+ * Request ids to numbers, in typed arrays: an open-addressing hash table (linear probing, entries
+ * shifted back on removal, so there are no tombstones), whose keys are not kept here but read through
+ * `keyOf` (the owner keeps each id beside its number). A JavaScript Map used as a queue (ids added at
+ * one end and deleted at the other, as a settlement window's are) rebuilds its table every few
+ * thousand deletions, each a new object of the table's size: with a window of tens of thousands of
+ * requests, ~60–100 bytes of old-generation garbage a request. This table allocates only when it
+ * grows or shrinks.
+ */
+export class IdTable {
+  private hashes = new Int32Array(MIN_CAPACITY);
+  private values = new Float64Array(MIN_CAPACITY);
+  private mask = MIN_CAPACITY - 1;
+  private count = 0;
+
+  /** `keyOf(value)`: the id stored with `value`. */
+  constructor(private readonly keyOf: (value: number) => string | undefined) {}
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Adds an id (not in the table; `hash` is idHash(id), `value` ≥ 0, and keyOf(value) the id). */
+  add(hash: number, value: number): void {
+    if ((this.count + 1) * 2 > this.mask + 1) this.resize((this.mask + 1) * 2);
+    this.place(hash, value);
+    this.count++;
+  }
+
+  /** Removes `id` (whose hash is `hash`, idHash(id)): its value, or -1 when it was not there. */
+  remove(id: string, hash: number): number {
+    const { hashes, values, mask } = this;
+    let i = hash & mask;
+    for (; ; i = (i + 1) & mask) {
+      const h = hashes[i] as number;
+      if (h === 0) return -1;
+      if (h === hash && this.keyOf(values[i] as number) === id) break;
+    }
+    const value = values[i] as number;
+    // Backward shift: each entry after the hole that may move into it (its home is not between the
+    // hole and itself, cyclically) does, and the hole moves on to where it was.
+    for (let j = (i + 1) & mask; hashes[j] !== 0; j = (j + 1) & mask) {
+      const home = (hashes[j] as number) & mask;
+      const stays = i <= j ? i < home && home <= j : i < home || home <= j;
+      if (stays) continue;
+      hashes[i] = hashes[j] as number;
+      values[i] = values[j] as number;
+      i = j;
+    }
+    hashes[i] = 0;
+    this.count--;
+    // A table a burst grew is given back once an eighth of it or less is taken.
+    if (this.mask + 1 > MIN_CAPACITY && this.count * 8 <= this.mask + 1) this.resize((this.mask + 1) / 2);
+    return value;
+  }
+
+  private place(hash: number, value: number): void {
+    const { hashes, mask } = this;
+    let i = hash & mask;
+    while (hashes[i] !== 0) i = (i + 1) & mask;
+    hashes[i] = hash;
+    this.values[i] = value;
+  }
+
+  private resize(capacity: number): void {
+    const { hashes, values } = this;
+    this.hashes = new Int32Array(capacity);
+    this.values = new Float64Array(capacity);
+    this.mask = capacity - 1;
+    for (let i = 0; i < hashes.length; i++) if (hashes[i] !== 0) this.place(hashes[i] as number, values[i] as number);
+  }
+}
