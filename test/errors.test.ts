@@ -105,6 +105,14 @@ describe('error answers', () => {
     expect(ok.status).toBe(200);
   });
 
+  it('refuses a body with a prototype key, plain or escaped, as malformed JSON', async () => {
+    const body = JSON.stringify({ model: 'demo/echo', messages: hi });
+    for (const name of ['"__proto__"', String.raw`"\u005f_proto__"`, '"constructor"']) {
+      const poisoned = `${body.slice(0, -1)},${name}:{"prototype":{"admin":true}}}`;
+      await expectError(await gw.fetch('/api/v1/chat/completions', { token: key, rawBody: poisoned }), 400, /malformed JSON/);
+    }
+  });
+
   it('the contract body for a malformed URL, an empty body on DELETE, and a control character in a BYOK key', async () => {
     await expectError(await gw.fetch('/api/v1/admin/accounts/%E0%A4%A', { token: ADMIN_TOKEN }), 400, /./);
     const acct = await gw.account(1);
