@@ -252,6 +252,20 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     240_000,
   );
 
+  it('the settling queue bench: bytes an entry, a turn and the old generation for this build and a baseline', async () => {
+    // This checkout as its own baseline: both rows come out, each a row of finite figures.
+    const args = ['--entries', '2000', '--live', '500', '--ops', '20000', '--rounds', '1', '--baseline', process.cwd()];
+    const { code, out } = await runBench(args, 60_000, join(process.cwd(), 'bench', 'settling-queue.mjs'));
+    expect(code, out).toBe(0);
+    for (const build of ['this build', 'baseline']) {
+      const row = out.split('\n').find((l) => l.startsWith(build));
+      const figures = (row ?? '').slice(build.length).trim().split(/\s+/).map(Number);
+      expect(figures.length, out).toBe(6);
+      for (const f of figures) expect(Number.isFinite(f), out).toBe(true);
+      expect(figures[2], out).toBeGreaterThan(0); // ns a turn
+    }
+  });
+
   it('soak mode: samples RSS and event-loop delay of concurrent slow streams and passes its ledger check', async () => {
     const json = join(dir, 'soak.json');
     const { code, out } = await runBench(

@@ -1,5 +1,5 @@
-/** The table's smallest capacity (a power of two). */
-const MIN_CAPACITY = 1024;
+/** The table's smallest capacity (a power of two; SettlingQueue makes one for every account it holds). */
+const MIN_CAPACITY = 16;
 
 /**
  * A string's 32-bit FNV-1a hash, never 0 (0 marks an empty slot). Request ids are ASCII; any string

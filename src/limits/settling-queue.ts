@@ -3,8 +3,11 @@ import { IdTable, idHash } from './id-table.js';
 
 /** What one BigInt64Array slot holds: the amounts up to it go in the compact run. */
 const MAX_COMPACT = 2n ** 63n - 1n;
-/** The run's smallest capacity (a power of two). */
-const MIN_CAPACITY = 256;
+/**
+ * The run's smallest capacity (a power of two): small, since every account the limits store knows has
+ * a queue (up to 100,000 of them), most of them holding a few entries or none.
+ */
+const MIN_CAPACITY = 8;
 
 /**
  * The ended requests' actual costs in an account's in-flight budget, each until its settlement window
