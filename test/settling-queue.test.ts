@@ -126,12 +126,19 @@ describe('SettlingQueue: the in-flight budget holds an ended request for exactly
     expect((q as unknown as { mask: number }).mask + 1).toBe(1024);
   });
 
-  it('is small for an account with few entries (the limits store keeps a queue for each of up to 100,000 accounts)', () => {
+  it('holds no arrays while empty, and small ones for a few entries (the limits store keeps a queue for each of up to 100,000 accounts)', () => {
     const q = new SettlingQueue();
-    q.add('a', 1n, 100);
     const inside = q as unknown as { mask: number; numbers: { hashes: Int32Array } };
-    expect(inside.mask + 1).toBe(8);
-    expect(inside.numbers.hashes.length).toBe(16);
+    expect([inside.mask + 1, inside.numbers.hashes.length]).toEqual([0, 0]);
+    expect(q.take('a')).toBe(false);
+    q.add('a', 1n, 100);
+    q.add('b', 2n, 200);
+    expect([inside.mask + 1, inside.numbers.hashes.length]).toEqual([8, 16]);
+    q.expire(200);
+    expect([inside.mask + 1, inside.numbers.hashes.length]).toEqual([0, 0]);
+    q.add('c', 3n, 300);
+    expect(q.total).toBe(3n);
+    expect([...q.entries()]).toEqual([{ amount: 3n, until: 300 }]);
   });
 
   it('gives back what a burst grew once the burst has expired', () => {

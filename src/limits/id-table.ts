@@ -1,5 +1,12 @@
-/** The table's smallest capacity (a power of two; SettlingQueue makes one for every account it holds). */
+/**
+ * The table's smallest capacity once it holds anything (a power of two). SettlingQueue makes one for
+ * every account it holds: an empty table holds no arrays.
+ */
 const MIN_CAPACITY = 16;
+
+// What an empty table holds, shared: nothing is written to a table before it grows.
+const NO_HASHES = new Int32Array(0);
+const NO_VALUES = new Float64Array(0);
 
 /**
  * A string's 32-bit FNV-1a hash, never 0 (0 marks an empty slot). Request ids are ASCII; any string
@@ -21,9 +28,9 @@ export function idHash(id: string): number {
  * grows or shrinks.
  */
 export class IdTable {
-  private hashes = new Int32Array(MIN_CAPACITY);
-  private values = new Float64Array(MIN_CAPACITY);
-  private mask = MIN_CAPACITY - 1;
+  private hashes = NO_HASHES;
+  private values = NO_VALUES;
+  private mask = -1;
   private count = 0;
 
   /** `keyOf(value)`: the id stored with `value`. */
@@ -35,13 +42,14 @@ export class IdTable {
 
   /** Adds an id (not in the table; `hash` is idHash(id), `value` ≥ 0, and keyOf(value) the id). */
   add(hash: number, value: number): void {
-    if ((this.count + 1) * 2 > this.mask + 1) this.resize((this.mask + 1) * 2);
+    if ((this.count + 1) * 2 > this.mask + 1) this.resize(Math.max(MIN_CAPACITY, (this.mask + 1) * 2));
     this.place(hash, value);
     this.count++;
   }
 
   /** Removes `id` (whose hash is `hash`, idHash(id)): its value, or -1 when it was not there. */
   remove(id: string, hash: number): number {
+    if (this.count === 0) return -1;
     const { hashes, values, mask } = this;
     let i = hash & mask;
     for (; ; i = (i + 1) & mask) {
@@ -62,8 +70,9 @@ export class IdTable {
     }
     hashes[i] = 0;
     this.count--;
-    // A table a burst grew is given back once an eighth of it or less is taken.
-    if (this.mask + 1 > MIN_CAPACITY && this.count * 8 <= this.mask + 1) this.resize((this.mask + 1) / 2);
+    // An empty table gives its arrays back; one a burst grew is halved once an eighth of it or less is taken.
+    if (this.count === 0) this.resize(0);
+    else if (this.mask + 1 > MIN_CAPACITY && this.count * 8 <= this.mask + 1) this.resize((this.mask + 1) / 2);
     return value;
   }
 
@@ -77,8 +86,8 @@ export class IdTable {
 
   private resize(capacity: number): void {
     const { hashes, values } = this;
-    this.hashes = new Int32Array(capacity);
-    this.values = new Float64Array(capacity);
+    this.hashes = capacity === 0 ? NO_HASHES : new Int32Array(capacity);
+    this.values = capacity === 0 ? NO_VALUES : new Float64Array(capacity);
     this.mask = capacity - 1;
     for (let i = 0; i < hashes.length; i++) if (hashes[i] !== 0) this.place(hashes[i] as number, values[i] as number);
   }

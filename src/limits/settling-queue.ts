@@ -4,10 +4,16 @@ import { IdTable, idHash } from './id-table.js';
 /** What one BigInt64Array slot holds: the amounts up to it go in the compact run. */
 const MAX_COMPACT = 2n ** 63n - 1n;
 /**
- * The run's smallest capacity (a power of two): small, since every account the limits store knows has
- * a queue (up to 100,000 of them), most of them holding a few entries or none.
+ * The run's smallest capacity once it holds anything (a power of two). Every account the limits store
+ * knows has a queue (up to 100,000 of them), most of them holding a few entries or none: an empty
+ * queue holds no arrays at all.
  */
 const MIN_CAPACITY = 8;
+
+// What an empty run holds, shared: nothing is written to a run before it grows.
+const NO_HASHES = new Int32Array(0);
+const NO_UNTILS = new Float64Array(0);
+const NO_AMOUNTS = new BigInt64Array(0);
 
 /**
  * The ended requests' actual costs in an account's in-flight budget, each until its settlement window
@@ -27,27 +33,28 @@ const MIN_CAPACITY = 8;
 export class SettlingQueue {
   // The run: entry number `n` (counted from the first ever added) sits at `n & mask`; those from `first`
   // to `next` are in the ring, in the order they close. A taken entry stays until its turn, its id cleared.
-  private ids: Array<string | undefined> = new Array<string | undefined>(MIN_CAPACITY).fill(undefined);
-  private hashes = new Int32Array(MIN_CAPACITY);
-  private untils = new Float64Array(MIN_CAPACITY);
-  private amounts = new BigInt64Array(MIN_CAPACITY);
-  private mask = MIN_CAPACITY - 1;
+  // Empty (capacity 0, mask -1) until the first entry, and again whenever the run is.
+  private ids: Array<string | undefined> = [];
+  private hashes = NO_HASHES;
+  private untils = NO_UNTILS;
+  private amounts = NO_AMOUNTS;
+  private mask = -1;
   private first = 0;
   private next = 0;
   /** The run's entries that count, by request id: their entry numbers. */
   private readonly numbers = new IdTable((n) => this.ids[n & this.mask]);
   private sum: Nano = 0n;
-  /** The entries that could not go at the run's end. */
-  private readonly others = new SortedSettling();
+  /** The entries that could not go at the run's end (made for the first of them). */
+  private others: SortedSettling | undefined;
 
   /** What the entries not yet expired add up to. */
   get total(): Nano {
-    return this.sum + this.others.total;
+    return this.others ? this.sum + this.others.total : this.sum;
   }
 
   /** How many entries count. */
   get size(): number {
-    return this.numbers.size + this.others.size;
+    return this.numbers.size + (this.others?.size ?? 0);
   }
 
   /** Adds request `id`'s actual cost until `until`, in place of any it had. */
@@ -56,10 +63,10 @@ export class SettlingQueue {
     this.takeHashed(id, hash);
     const last = this.next - 1;
     if ((this.next > this.first && (this.untils[last & this.mask] as number) > until) || amount > MAX_COMPACT || amount < -MAX_COMPACT) {
-      this.others.add(id, amount, until);
+      (this.others ??= new SortedSettling()).add(id, amount, until);
       return;
     }
-    if (this.next - this.first > this.mask) this.resize((this.mask + 1) * 2);
+    if (this.next - this.first > this.mask) this.resize(Math.max(MIN_CAPACITY, (this.mask + 1) * 2));
     const slot = this.next & this.mask;
     this.ids[slot] = id;
     this.hashes[slot] = hash;
@@ -76,7 +83,7 @@ export class SettlingQueue {
 
   private takeHashed(id: string, hash: number): boolean {
     const n = this.numbers.remove(id, hash);
-    if (n < 0) return this.others.take(id);
+    if (n < 0) return this.others?.take(id) ?? false;
     const slot = n & this.mask;
     this.ids[slot] = undefined;
     this.sum -= this.amounts[slot] as bigint;
@@ -97,19 +104,21 @@ export class SettlingQueue {
       }
       this.first++;
     }
-    // A ring that a burst grew is given back once a quarter of it or less is taken: to twice what it holds.
+    // An empty run gives its arrays back; one that a burst grew, once a quarter of it or less is taken
+    // (to twice what it holds).
     const held = this.next - this.first;
-    if (this.mask + 1 > MIN_CAPACITY && held * 4 <= this.mask + 1) {
+    if (held === 0 && this.mask >= 0) this.resize(0);
+    else if (this.mask + 1 > MIN_CAPACITY && held * 4 <= this.mask + 1) {
       let capacity = MIN_CAPACITY;
       while (capacity < held * 2) capacity *= 2;
       this.resize(capacity);
     }
-    this.others.expire(now);
+    this.others?.expire(now);
   }
 
   /** The entries that count, first to close first. */
   *entries(): IterableIterator<{ amount: Nano; until: number }> {
-    const others = this.others.entries();
+    const others = (this.others ?? new SortedSettling()).entries();
     let other = others.next();
     for (let n = this.first; n < this.next; n++) {
       const slot = n & this.mask;
@@ -121,12 +130,12 @@ export class SettlingQueue {
     for (; !other.done; other = others.next()) yield other.value;
   }
 
-  /** The ring at `capacity` (a power of two, at least what it holds), each entry at its number's slot. */
+  /** The ring at `capacity` (0, or a power of two at least what it holds), each entry at its number's slot. */
   private resize(capacity: number): void {
     const ids = new Array<string | undefined>(capacity).fill(undefined);
-    const hashes = new Int32Array(capacity);
-    const untils = new Float64Array(capacity);
-    const amounts = new BigInt64Array(capacity);
+    const hashes = capacity === 0 ? NO_HASHES : new Int32Array(capacity);
+    const untils = capacity === 0 ? NO_UNTILS : new Float64Array(capacity);
+    const amounts = capacity === 0 ? NO_AMOUNTS : new BigInt64Array(capacity);
     const mask = capacity - 1;
     for (let n = this.first; n < this.next; n++) {
       const from = n & this.mask;
