@@ -118,7 +118,7 @@ export class SettlingQueue {
 
   /** The entries that count, first to close first. */
   *entries(): IterableIterator<{ amount: Nano; until: number }> {
-    const others = (this.others ?? new SortedSettling()).entries();
+    const others = this.others?.entries() ?? [].values();
     let other = others.next();
     for (let n = this.first; n < this.next; n++) {
       const slot = n & this.mask;
@@ -192,7 +192,6 @@ class SortedSettling {
   }
 
   take(id: string): boolean {
-    if (this.byId.size === 0) return false;
     const entry = this.byId.get(id);
     if (!entry) return false;
     this.byId.delete(id);
@@ -212,7 +211,7 @@ class SortedSettling {
       this.head++;
     }
     if (this.head === a.length) {
-      if (a.length > 0) this.items = [];
+      this.items = [];
       this.head = 0;
     } else if (this.head > 1024 && this.head * 2 > a.length) {
       this.items = a.slice(this.head);
