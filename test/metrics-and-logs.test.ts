@@ -136,6 +136,12 @@ describe('issue 10: metrics and logs that explain', () => {
     });
     await stream.text();
     expect(stream.headers.get('x-request-id')).toBe('stream-7');
+    // An answer Fastify's body parser refused, and one a route's validation refused, carry it too.
+    for (const body of ['{"model":', JSON.stringify({ model: 't/m', messages: 'not a list' })]) {
+      const refused = await gw.fetch('/api/v1/chat/completions', { token: acct.key, headers: { 'x-request-id': 'bad-body' }, rawBody: body });
+      expect(refused.status).toBe(400);
+      expect(refused.headers.get('x-request-id')).toBe('bad-body');
+    }
   });
 
   const lineOf = (reqId: string): Record<string, unknown> => {
@@ -152,6 +158,7 @@ describe('issue 10: metrics and logs that explain', () => {
     const capped = await gw.account(1, { limit: 0.000001, name: 'capped-key' });
     const res = await chat(capped.key, 't/m', { 'x-request-id': 'refused-402' });
     expect(res.status).toBe(402);
+    expect(res.headers.get('x-request-id')).toBe('refused-402');
     const [key] = await gw.admin.listKeys(capped.id);
     const line = lineOf('refused-402');
     expect(line).toMatchObject({
@@ -168,13 +175,17 @@ describe('issue 10: metrics and logs that explain', () => {
   it('the log line of a 429 names the limit; a 502 names every provider tried and how it failed; a fallback is logged', async () => {
     const free = await gw.account(1);
     await chat(free.key, 'demo/echo:free');
-    expect((await chat(free.key, 'demo/echo:free', { 'x-request-id': 'refused-429' })).status).toBe(429);
+    const refused = await chat(free.key, 'demo/echo:free', { 'x-request-id': 'refused-429' });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('x-request-id')).toBe('refused-429');
     expect(lineOf('refused-429')).toMatchObject({ status: 429, limit: 'free-models-per-minute', error: 'rate_limited' });
 
     const acct = await gw.account(1);
     a.script({ kind: 'text', status: 503, body: 'down' });
     b.script({ kind: 'destroy' });
-    expect((await chat(acct.key, 't/m', { 'x-request-id': 'failed-502' })).status).toBe(502);
+    const failedAnswer = await chat(acct.key, 't/m', { 'x-request-id': 'failed-502' });
+    expect(failedAnswer.status).toBe(502);
+    expect(failedAnswer.headers.get('x-request-id')).toBe('failed-502');
     const failed = lineOf('failed-502');
     expect(failed).toMatchObject({ status: 502, error: 'upstream_failed', model: 't/m' });
     expect(failed.providers).toEqual([

@@ -87,8 +87,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Then the DDoS guard, before a key is looked up or a body is read. (A callback hook, not an async
   // one: Fastify then waits on no promise of its own, a saving on every request.)
   app.addHook('onRequest', (req, reply, done) => {
-    // On the raw response, so that it is on every answer, streamed (hijacked) ones included.
-    reply.raw.setHeader('x-request-id', req.id);
+    // On the reply, so that it is on every answer: Fastify writes its headers with the head, a
+    // hijacked (streamed) reply writes them itself (chat-completions.ts), and the error handler keeps
+    // them. Not on the raw response: one header set there sends every other header of the answer
+    // through Node's setHeader (validated, lower-cased and stored one by one, ~3,600 instructions each)
+    // instead of writeHead's single pass (instructions.mjs, eighteenth session).
+    reply.header('x-request-id', req.id);
     if (probes.has(req.url)) return done();
     reply.raw.once('close', () => {
       const status = reply.raw.statusCode;

@@ -3,7 +3,8 @@ import { mapAwaitable, type Awaitable } from '../awaitable.js';
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { KeyRecord, Keys } from '../ledger/ledger.js';
-import { hashApiKey, secretsEqual } from '../security/api-key.js';
+import { secretsEqual } from '../security/api-key.js';
+import { acceptedSecret, secretHashOf } from '../security/accepted-secrets.js';
 
 /**
  * The token of an `Authorization: Bearer <token>` header: "Bearer" in any case, blanks, the token
@@ -38,9 +39,15 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function authenticateKey(req: FastifyRequest, ledger: Pick<Keys, 'findKey' | 'keyHashOfSecret'>, clock: Clock, use: KeyUse): Awaitable<KeyRecord> {
   const presented = bearer(req);
   if (!presented) throw unauthorized('missing API key: send it as "Authorization: Bearer <API_KEY>"');
-  const secretHash = hashApiKey(presented);
+  const secretHash = secretHashOf(presented);
   return mapAwaitable(ledger.keyHashOfSecret(secretHash), (hash) =>
-    hash === undefined ? checkedKey(undefined, secretHash, clock, use) : mapAwaitable(ledger.findKey(hash), (key) => checkedKey(key, secretHash, clock, use)),
+    hash === undefined
+      ? checkedKey(undefined, secretHash, clock, use)
+      : mapAwaitable(ledger.findKey(hash), (key) => {
+          const accepted = checkedKey(key, secretHash, clock, use);
+          acceptedSecret(presented, secretHash);
+          return accepted;
+        }),
   );
 }
 

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import { byText, GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
+import { byText, GENERATION_COLUMNS, withGenerationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Nano } from './money.js';
 import { keyPeriodName, periodKeys } from './periods.js';
@@ -56,14 +56,15 @@ function deltasOf(charges: readonly Charge[], recorded: ReadonlySet<string>): { 
 /** The whole commit as one synchronous better-sqlite3 transaction, its statements prepared once a handle. */
 function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[], journaled: readonly number[]) => WrittenCommit {
   const unjournal = sqlite.prepare(DROP_JOURNALED);
-  const insertGeneration = sqlite.prepare(INSERT_GENERATION);
+  const insertGenerationStatement = sqlite.prepare(INSERT_GENERATION);
+  const insertGeneration = insertGenerationStatement.run.bind(insertGenerationStatement);
   const chargeAccount = sqlite.prepare(CHARGE_ACCOUNT);
   const addKeyUsage = sqlite.prepare(ADD_KEY_USAGE);
   const addRollup = sqlite.prepare(ADD_ROLLUP);
   const commit = sqlite.transaction((charges: readonly Charge[], journaled: readonly number[]): WrittenCommit => {
     const recorded = new Set<string>();
     // A generation already recorded inserts nothing (changes 0): it is not charged again.
-    for (const c of charges) if (insertGeneration.run(generationValues(c)).changes > 0) recorded.add(c.id);
+    for (const c of charges) if (withGenerationValues(c, insertGeneration).changes > 0) recorded.add(c.id);
     const accounts = new Map<string, AccountSnapshot>();
     const keyRows: KeyUsageRow[] = [];
     const deltas = deltasOf(charges, recorded);
