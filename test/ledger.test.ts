@@ -11,6 +11,7 @@ import type { LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest, migrations } from '../src/ledger/migrations.js';
 import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
 import { sqliteChargeJournal } from '../src/ledger/sqlite-charge-journal.js';
+import { journalEntryCharges } from '../src/ledger/journal-entry-text.js';
 import { sqliteCommitWriter } from '../src/ledger/sqlite-commit-writer.js';
 import { writeCommit } from '../src/ledger/write-commit.js';
 import { creditsFromString, formatCredits } from '../src/ledger/money.js';
@@ -25,7 +26,7 @@ const charge = chargeMaker('test', T0);
 /** The ids of the charges in the charge journal, entry by entry (SQLite). */
 async function journaledIds(db: Kysely<Database>): Promise<string[]> {
   const rows = await db.selectFrom('charge_journal').select('charges').orderBy('seq').execute();
-  return rows.flatMap((r) => (JSON.parse(r.charges) as Array<{ id: string }>).map((c) => c.id));
+  return rows.flatMap((r) => journalEntryCharges(r.charges).map((c) => c.id));
 }
 
 /**

@@ -1,22 +1,19 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import { fromChargeRecord, toChargeRecord } from './charge-record.js';
 import type { ChargeJournal } from './charge-journal.js';
+import { journalEntryCharges, journalEntryText } from './journal-entry-text.js';
 import type { Charge } from './ledger.js';
 import type { Database } from './schema.js';
 import { writeOnHandle } from './sqlite-writes.js';
 
 const appends = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[]) => number>();
 
-/** The charges as an entry's JSON array of ChargeRecords. */
-const entryText = (charges: readonly Charge[]): string => JSON.stringify(charges.map(toChargeRecord));
-
 /** One prepared insert of one row, in a transaction of its own; answers the row's sequence number. */
 function appendOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) => number {
   let append = appends.get(sqlite);
   if (!append) {
     const insert = sqlite.prepare('INSERT INTO charge_journal (charges) VALUES (?)');
-    const transaction = sqlite.transaction((charges: readonly Charge[]) => Number(insert.run(entryText(charges)).lastInsertRowid));
+    const transaction = sqlite.transaction((charges: readonly Charge[]) => Number(insert.run(journalEntryText(charges)).lastInsertRowid));
     // BEGIN IMMEDIATE: the write lock is taken at the start (another process writing waits, up to busy_timeout).
     append = (charges) => transaction.immediate(charges);
     appends.set(sqlite, append);
@@ -27,9 +24,7 @@ function appendOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[]) 
 /** An entry's charges read back; throws naming the entry when its row is not a list of charges. */
 function chargesOf(seq: unknown, text: string): Charge[] {
   try {
-    const records: unknown = JSON.parse(text);
-    if (!Array.isArray(records)) throw new Error('not a list of charges');
-    return records.map(fromChargeRecord);
+    return journalEntryCharges(text);
   } catch (err) {
     throw new Error(`charge journal: entry ${String(seq)} is not a list of charges (${(err as Error).message}); nothing was applied`, { cause: err });
   }
@@ -46,7 +41,7 @@ export const sqliteChargeJournal: ChargeJournal = {
     else
       await db
         .updateTable('charge_journal')
-        .set({ charges: entryText(keep) })
+        .set({ charges: journalEntryText(keep) })
         .where('seq', '=', seq)
         .execute();
   },
