@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chunkHead, relayedChunkText } from '../src/chat/normalize.js';
 import { plainChunk } from '../src/providers/plain-chunk.js';
@@ -43,6 +44,34 @@ describe('plain chunks (relayed without parsing)', () => {
       expect(slow.usage).toBeUndefined();
       expect(slow.finish).toBeUndefined();
     }
+  });
+
+  it('reads any text in any plain delta as the parsing path does: content alone (read by the first alternative) or with other members', () => {
+    const str = (t: string) => JSON.stringify(t);
+    const deltas: Array<(a: string, b: string) => string> = [
+      (a) => `{"content":${str(a)}}`,
+      (a) => `{"role":"assistant","content":${str(a)}}`,
+      (a) => `{"content":${str(a)},"refusal":null}`,
+      (a, b) => `{"content":${str(a)},"reasoning_content":${str(b)}}`,
+      (a, b) => `{"reasoning":${str(b)},"content":${str(a)}}`,
+      (a, b) => `{"content":${str(a)},"content":${str(b)}}`,
+      (a) => `{"content":null,"reasoning_content":${str(a)}}`,
+      () => '{}',
+    ];
+    const chunk = (d: string) =>
+      `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${d},"finish_reason":null}]}`;
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.nat(deltas.length - 1), (a, b, which) => {
+        const text = chunk((deltas[which] as (a: string, b: string) => string)(a, b));
+        const plain = plainStreamEvent(text);
+        expect(plain).toBeDefined();
+        const slow = parsed(text);
+        expect(relayedChunkText(plain!, served, head)).toBe(slow.relayed);
+        expect(plain!.delivered).toBe(slow.delivered);
+        expect(plain!.output).toBe(slow.output);
+      }),
+      { numRuns: 400 },
+    );
   });
 
   it('reads the text chunks of OpenAI, DeepSeek, Groq and Mistral as plain, and their finish and usage chunks as not', () => {
