@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { toChargeRecord } from '../src/ledger/charge-record.js';
 import { journalEntryCharges, journalEntryText } from '../src/ledger/journal-entry-text.js';
 import type { Charge } from '../src/ledger/ledger.js';
+import { chargeMaker } from './helpers/charges.js';
 
 const text = fc.string({ unit: 'binary' });
 const name = fc.oneof(fc.constantFrom('acct_1', 'acct_2', 'k'.repeat(64), 'openai/gpt-4o', 'stop'), text);
@@ -28,25 +29,17 @@ const charge: fc.Arbitrary<Charge> = fc.record({
   latencyMs: fc.nat(),
 });
 
-const sample = (i: number, extra: Partial<Charge> = {}): Charge => ({
-  id: `gen-1764201600-${String(i).padStart(3, '0')}AbCdEfGhIjKlMn`,
-  accountId: 'acct_bench',
-  keyHash: 'k'.repeat(64),
-  model: 'bench/paid',
-  provider: 'bench',
-  tokensPrompt: 260,
-  tokensCompletion: 20,
-  totalCost: 300_000n,
-  byokUsage: 0n,
-  isByok: false,
-  streamed: false,
-  cancelled: false,
-  finishReason: 'stop',
-  usageSource: 'upstream',
-  createdAt: T0 + i,
-  latencyMs: 5,
-  ...extra,
-});
+const make = chargeMaker('journal', T0);
+/** A charge of the bench's shape (a 64-character key hash, a realistic id and model). */
+const sample = (i: number, extra: Partial<Charge> = {}): Charge =>
+  make('acct_bench', 'k'.repeat(64), 300_000n, T0 + i, {
+    id: `gen-1764201600-${String(i).padStart(3, '0')}AbCdEfGhIjKlMn`,
+    model: 'bench/paid',
+    provider: 'bench',
+    tokensPrompt: 260,
+    tokensCompletion: 20,
+    ...extra,
+  });
 
 describe('a charge journal entry as text', () => {
   it('reads back exactly the charges written: any names, amounts past 2^53 and 2^64, nulls, flags and times', () => {
