@@ -296,7 +296,10 @@ program
     try {
       const result = await backupLedger(loadConfig(o.config).database_url, file);
       if (o.json) json(result);
-      else out(`backed up the ledger to ${result.file} (${result.pages} pages)`);
+      else
+        out(
+          `backed up the ledger to ${result.file} (${result.pages} pages${result.journalFiles > 0 ? `, and ${result.journalFiles} charge journal files to ${result.file}-charges` : ''})`,
+        );
     } catch (err) {
       fail(err);
     }

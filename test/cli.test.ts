@@ -1,11 +1,13 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse } from './helpers/sse.js';
+import { openDatabase } from '../src/ledger/database.js';
+import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
 
 const run = promisify(execFile);
 const CLI = join(process.cwd(), 'dist', 'cli.js');
@@ -251,7 +253,11 @@ describe('the tollgate command', () => {
         expect(res.status).toBe(200);
       }
       const file = join(dir, 'backup.db');
-      expect(await cliText('backup', file, '--config', config)).toMatch(/^backed up the ledger to .*backup\.db \(\d+ pages\)$/m);
+      // The running gateway's journal file goes beside the copy (its charges are in the tables already).
+      expect(await cliText('backup', file, '--config', config)).toMatch(
+        /^backed up the ledger to .*backup\.db \(\d+ pages, and 1 charge journal files to .*backup\.db-charges\)$/m,
+      );
+      expect(readdirSync(`${file}-charges`)).toEqual(readdirSync(join(dir, 'ledger.db-charges')));
       const count = (path: string) => {
         const db = new Database(path, { readonly: true });
         try {
@@ -262,6 +268,11 @@ describe('the tollgate command', () => {
       };
       expect(count(file)).toBe(count(join(dir, 'ledger.db')));
       expect(count(file)).toBeGreaterThanOrEqual(3);
+      // A start on the copy applies its journal's charges, each once: nothing moves.
+      const restored = new KyselyLedger(openDatabase(`sqlite:${file}`));
+      expect(await restored.recoverJournal()).toBeGreaterThanOrEqual(3);
+      await restored.close();
+      expect(count(file)).toBe(count(join(dir, 'ledger.db')));
       // An existing file is never overwritten; a PostgreSQL ledger is pointed at pg_dump.
       const again = await run(process.execPath, [CLI, 'backup', file, '--config', config], { env }).catch((e: { code: number; stderr: string }) => e);
       expect((again as { stderr: string }).stderr).toMatch(/exists already/);

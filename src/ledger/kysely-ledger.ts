@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
-import { JournalEntry, type ChargeJournal } from './charge-journal.js';
+import { JournalEntry, type ChargeJournal, type JournalSegment } from './charge-journal.js';
 import type { CommitWriter } from './commit-writer.js';
 import { listAccounts, listGenerations, spend } from './report-queries.js';
 import { big, bool, flag, num, toAccount, toGeneration } from './rows.js';
@@ -30,7 +30,9 @@ import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
 import { periodKeys, type LimitReset } from './periods.js';
 import { postgresCommitWriter } from './postgres-commit-writer.js';
-import { sqliteChargeJournal } from './sqlite-charge-journal.js';
+import { journalTableRows } from './journal-table-rows.js';
+import { FileChargeJournal, journalDirOf, MemoryChargeJournal } from './file-charge-journal.js';
+import { sqliteHandleOf } from './database.js';
 import { sqliteCommitWriter } from './sqlite-commit-writer.js';
 import type { ApiKeysTable, Database } from './schema.js';
 import { writeCommit } from './write-commit.js';
@@ -134,6 +136,18 @@ export interface KyselyLedgerOptions {
   commitIntervalMs?: number;
   /** How long journaled charges (SQLite) wait for APPLY_BATCH of them before they are applied anyway (default APPLY_MS). */
   applyDelayMs?: number;
+  /** Where a SQLite ledger journals its charges (default: files beside the database, journalOf). */
+  journal?: ChargeJournal;
+}
+
+/**
+ * A SQLite ledger's charge journal: files in `<database>-charges/` beside a database on disk; for one
+ * in memory, nothing outlives the process, so nothing is written.
+ */
+export function journalOf(db: Kysely<Database>): ChargeJournal {
+  const name = sqliteHandleOf(db)?.name;
+  if (name === undefined) throw new Error('a SQLite ledger needs a database opened by openDatabase (its group commits run on its handle)');
+  return name === ':memory:' || name === '' ? new MemoryChargeJournal() : new FileChargeJournal(journalDirOf(name));
 }
 
 /**
@@ -167,8 +181,8 @@ export class KyselyLedger implements Ledger {
   private readonly pendingCharges = new Map<string, { charge: Charge; written: Promise<void>; recorded: Promise<void>; journaled: boolean }>();
   /** Charges journaled (durable) and not yet in the tables, oldest first (SQLite). */
   private unapplied: Queued[] = [];
-  /** The journal entries this ledger applies, by sequence number, until their rows are dropped. */
-  private readonly entries = new Map<number, JournalEntry>();
+  /** The rows of the journal table (earlier versions') this ledger applies, by sequence number, until they are dropped. */
+  private readonly rows = new Map<number, JournalEntry>();
   private applying: Promise<void> | undefined;
   private applyTimer: NodeJS.Timeout | undefined;
   /** The timer set runs the application at once (a batch waits), not after the wait for one. */
@@ -181,6 +195,8 @@ export class KyselyLedger implements Ledger {
   private lastCommit = { at: -Infinity, charges: 0 };
   private readonly commitIntervalMs: number;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** Reads again, once final, the segments a start applied while a running process might still write them. */
+  private leftoverTimer: NodeJS.Timeout | undefined;
   private closing = false;
   /** How this database's dialect writes a group commit. */
   private readonly writer: CommitWriter;
@@ -193,7 +209,7 @@ export class KyselyLedger implements Ledger {
   ) {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     this.writer = postgres ? postgresCommitWriter : sqliteCommitWriter;
-    this.journal = postgres ? undefined : sqliteChargeJournal;
+    this.journal = postgres ? undefined : (options.journal ?? journalOf(db));
     this.commitIntervalMs = options.commitIntervalMs ?? (postgres ? COMMIT_INTERVAL_MS : 0);
   }
 
@@ -644,8 +660,7 @@ export class KyselyLedger implements Ledger {
       // Durable in one append (a failure keeps the batch queued whole: the database is failing); into
       // the tables in bulk soon after (applyJournaled).
       const charges = batch.map((q) => q.charge);
-      const entry = new JournalEntry(await this.journal.append(this.db, charges), charges);
-      this.entries.set(entry.seq, entry);
+      const entry = new JournalEntry(charges, this.journal.append(charges));
       this.options.onGroupCommit?.(batch.map((q) => q.charge.id));
       for (const q of batch) {
         const pending = this.pendingCharges.get(q.charge.id);
@@ -703,7 +718,8 @@ export class KyselyLedger implements Ledger {
     // Some went through one by one: the group commit itself failed (a deadlock, a refused charge); say so.
     this.options.onFlushError?.(batchError);
     const retry: Queued[] = [];
-    const setAside = new Set<JournalEntry>();
+    const setAside = new Map<JournalEntry, boolean>(); // and whether setting its charges aside completed it
+    const setAsideIds: string[] = [];
     for (const q of failed) {
       q.attempts += 1;
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
@@ -711,18 +727,29 @@ export class KyselyLedger implements Ledger {
         this.options.onChargeRejected?.(lastError, q.charge);
         this.unpend(q.charge);
         if (q.entry) {
-          q.entry.done([q.charge]);
-          setAside.add(q.entry);
+          const completed = q.entry.done([q.charge]);
+          setAside.set(q.entry, completed || (setAside.get(q.entry) ?? false));
+          if (q.entry.segment) setAsideIds.push(q.charge.id);
         }
         done(q); // nothing more will be written for it; its holds may go
       }
     }
-    // Logged in full for replay by onChargeRejected: not to be applied again at the next start. Its entry
-    // keeps what still waits for the tables, or goes when nothing does.
-    for (const e of setAside) {
-      const keep = e.remaining();
-      if (keep.length === 0) this.entries.delete(e.seq);
-      if (this.journal) await this.journal.discard(this.db, e.seq, keep).catch((err: unknown) => this.options.onFlushError?.(err));
+    // Logged in full for replay by onChargeRejected: not to be applied again at the next start (a line
+    // of the journal says so). Its entry keeps what still waits for the tables, or goes when nothing does.
+    if (setAsideIds.length > 0) {
+      try {
+        this.journal?.setAside(setAsideIds);
+      } catch (err) {
+        this.options.onFlushError?.(err);
+      }
+    }
+    for (const [e, completed] of setAside) {
+      if (e.segment) {
+        if (completed) this.segmentCompleted(e.segment);
+      } else if (e.row !== undefined) {
+        if (completed) this.rows.delete(e.row);
+        await journalTableRows.discard(this.db, e.row, e.remaining()).catch((err: unknown) => this.options.onFlushError?.(err));
+      }
     }
     return retry;
   }
@@ -804,27 +831,70 @@ export class KyselyLedger implements Ledger {
   }
 
   /**
-   * At start: applies the charges a process journaled and did not apply (it was killed, or its
-   * machine stopped), whichever process that was: a charge applied twice is recorded once. Answers
-   * how many there were.
+   * At start: applies the charges other processes journaled and did not apply (they were killed, or
+   * their machine stopped; a running one's are applied too, each once, and its files left to it), and
+   * the rows an earlier version left in the journal table: a charge applied twice is recorded once.
+   * Answers how many there were. A journal line that is not an entry is reported (onFlushError), its
+   * file kept, and the rest applied.
    */
-  async recoverJournal(): Promise<number> {
+  async recoverJournal(paths?: ReadonlySet<string>): Promise<number> {
     if (!this.journal) return 0;
     let count = 0;
-    for (const { seq, charges } of await this.journal.leftover(this.db)) {
-      // An entry this ledger tracks already is applied, and dropped, as it tracks it.
-      if (this.entries.has(seq)) continue;
+    const track = (charges: readonly Charge[], make: (mine: Charge[]) => JournalEntry): void => {
       // A charge pending here already (the same generation in another entry) is applied through that one.
       const mine = charges.filter((c) => !this.pendingCharges.has(c.id));
-      if (mine.length === 0) continue;
-      const entry = new JournalEntry(seq, mine);
-      this.entries.set(seq, entry);
+      if (mine.length === 0) return;
+      const entry = make(mine);
       for (const charge of mine) this.unapplied.push(this.pend(charge, entry).queued);
       count += mine.length;
+    };
+    for (const { seq, charges } of paths ? [] : await journalTableRows.leftover(this.db)) {
+      // A row this ledger tracks already is applied, and dropped, as it tracks it.
+      if (this.rows.has(seq)) continue;
+      track(charges, (mine) => {
+        const entry = new JournalEntry(mine, undefined, seq);
+        this.rows.set(seq, entry);
+        return entry;
+      });
+    }
+    const { entries, segments, problems, finalAt } = this.journal.leftover(paths);
+    for (const problem of problems) this.options.onFlushError?.(new Error(problem));
+    for (const { segment, charges } of entries) {
+      track(charges, (mine) => {
+        segment.open += 1;
+        return new JournalEntry(mine, segment);
+      });
+    }
+    // A segment whose charges were all pending here already, or set aside, has nothing to wait for.
+    for (const segment of segments) this.segmentCompleted(segment, 0);
+    // Segments a running process may still write were applied and left: read again (what was added
+    // since is applied too, each once) and deleted once no process writes them any more.
+    if (finalAt !== undefined && !this.closing) {
+      const young = new Set(segments.filter((g) => !g.deletable).map((g) => g.path));
+      clearTimeout(this.leftoverTimer);
+      this.leftoverTimer = setTimeout(
+        () => {
+          this.leftoverTimer = undefined;
+          this.recoverJournal(young).catch((err: unknown) => this.options.onFlushError?.(err));
+        },
+        Math.max(0, finalAt - Date.now()) + 1000,
+      );
+      this.leftoverTimer.unref();
     }
     // Tables that refuse them now are retried (scheduleApply): the charges stay in the journal meanwhile.
     await this.applyJournaled().catch(() => undefined);
     return count;
+  }
+
+  /** An entry of `segment` is in the tables (`entries` of them: 0 only to release a segment that had none). */
+  private segmentCompleted(segment: JournalSegment, entries = 1): void {
+    try {
+      if (entries > 0) this.journal?.completed(segment);
+      else this.journal?.release(segment);
+    } catch (err) {
+      // A file that could not be deleted is applied again (each charge once) by a later start.
+      this.options.onFlushError?.(err);
+    }
   }
 
   /**
@@ -845,11 +915,14 @@ export class KyselyLedger implements Ledger {
       this.db,
       this.writer,
       charges,
-      complete.map((e) => e.seq),
+      complete.flatMap((e) => (e.row === undefined ? [] : [e.row])),
     );
     // Landed: what follows must not throw, or the batch would be written again as if it had not.
-    for (const [e, written] of byEntry) e.done(written);
-    for (const e of complete) this.entries.delete(e.seq);
+    for (const [e, written] of byEntry) {
+      if (!e.done(written)) continue;
+      if (e.row !== undefined) this.rows.delete(e.row);
+      if (e.segment) this.segmentCompleted(e.segment);
+    }
     charges.forEach((c) => this.unpend(c));
     try {
       this.options.onCommitted?.(updates);
@@ -935,6 +1008,8 @@ export class KyselyLedger implements Ledger {
     this.retryTimer = undefined;
     clearTimeout(this.applyTimer);
     this.applyTimer = undefined;
+    clearTimeout(this.leftoverTimer);
+    this.leftoverTimer = undefined;
     const deadline = Date.now() + (this.options.shutdownDeadlineMs ?? 30_000);
     const retryDelay = this.options.retryDelayMs ?? 1000;
     // Until every charge is durable (journaled or in the tables), or the deadline.
@@ -953,6 +1028,11 @@ export class KyselyLedger implements Ledger {
     // Journaled charges: one more try at the tables within the deadline; what stays there is durable,
     // and the next start applies it (recoverJournal).
     if ((this.unapplied.length > 0 || this.applying) && Date.now() < deadline) await settledWithin(this.applyJournaled(), deadline - Date.now());
+    try {
+      this.journal?.close();
+    } catch (err) {
+      this.options.onFlushError?.(err);
+    }
     // The charges that are not durable are answered, for the caller to log in full.
     const unwritten = [...this.pendingCharges.values()].filter((p) => !p.journaled).map((p) => p.charge);
     // A database that stopped answering mid-transaction can keep its connection busy for good: the
