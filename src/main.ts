@@ -180,6 +180,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const ledger = new KyselyLedger(db, {
     onCommitted: (updates) => recordCommit(updates),
     onFlushError: (err) => logger.error({ err }, 'ledger write failed; charges kept in memory and retried'),
+    onJournalProblem: (err) =>
+      logger.warn(
+        { err },
+        'charge journal: a problem with its files (one it could not read or delete is kept, and a later start applies it, each charge once)',
+      ),
     onChargeRejected: (err, charge) => {
       logger.error({ err, generation: charge.id, account: charge.accountId }, 'the ledger refused one charge repeatedly; it was set aside');
       logger.error({ charge: toChargeRecord(charge) }, UNWRITTEN_CHARGE);

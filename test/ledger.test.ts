@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
-import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
+import { KyselyLedger, leftoverDelay } from '../src/ledger/kysely-ledger.js';
 import type { LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest, migrations } from '../src/ledger/migrations.js';
 import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
@@ -919,6 +919,12 @@ for (const target of databaseTargets) {
       },
     );
 
+    it('issue 9: leftover files are read again a second after they are final, and at most an hour later (a name far in the future waits, not fires at once)', () => {
+      expect(leftoverDelay(T0 + 5000, T0)).toBe(6000);
+      expect(leftoverDelay(T0 - 5000, T0)).toBe(1000);
+      expect(leftoverDelay(T0 + 365 * 24 * HOUR, T0)).toBe(HOUR);
+    });
+
     it.runIf(target.name === 'sqlite')(
       'issue 9: a start applies a leftover entry whose generation another leftover entry also holds: the rest of it too, each once',
       async () => {
@@ -983,6 +989,61 @@ for (const target of databaseTargets) {
         }
       },
     );
+
+    it.runIf(target.name === 'sqlite')(
+      'issue 9: a journal append that fails near the backlog bound keeps the whole batch queued, the part past the bound too; each lands once later',
+      async () => {
+        const a = await newAccount();
+        const hash = `h-over-${target.name}`;
+        await newKey(a.id, hash);
+        const failing = new BreakableJournal();
+        const behind = new KyselyLedger(db, { maxQueuedCharges: 3, durableWaitMs: 20, retryDelayMs: 60_000, journal: failing });
+        await sql`CREATE TRIGGER refuse_over BEFORE INSERT ON generations BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(db);
+        try {
+          await behind.charge(charge(a.id, hash, 1n)); // journaled; the tables refuse it: 1 of 3 behind
+          await behind.flush().catch(() => undefined);
+          failing.broken = true;
+          const rest = [2n, 3n, 4n, 5n].map((n) => behind.charge(charge(a.id, hash, n))); // one batch: 2 fit, 2 past the bound
+          await behind.flush().catch(() => undefined); // the append fails: all four stay queued
+          failing.broken = false;
+          await sql`DROP TRIGGER refuse_over`.execute(db);
+          for (let i = 0; i < 6; i++) await behind.flush().catch(() => undefined);
+          await Promise.all(rest);
+          expect((await ledger.getAccount(a.id))?.totalUsage).toBe(15n);
+        } finally {
+          await sql`DROP TRIGGER IF EXISTS refuse_over`.execute(db);
+        }
+      },
+    );
+
+    it.runIf(target.name === 'sqlite')('issue 9: a listener that throws while a charge is set aside leaves no journal file behind for good', async () => {
+      const hash = 'h-throwing';
+      const rejected: string[] = [];
+      await onOneFile(
+        hash,
+        async ({ stopped, accountId, journalDir }) => {
+          const poison = charge(accountId, hash, 2n ** 64n); // cannot fit a BIGINT column: refused at each try
+          await stopped.charge(poison);
+          // Each try carries a good charge beside it (a charge refused alone is the database failing, not it).
+          let sum = 0n;
+          for (let i = 0; i < 10 && rejected.length === 0; i++) {
+            sum += BigInt(i + 1);
+            await stopped.charge(charge(accountId, hash, BigInt(i + 1), T0 + i));
+            await stopped.flush().catch(() => undefined);
+          }
+          expect(rejected).toEqual([poison.id]);
+          expect((await stopped.getAccount(accountId))?.totalUsage).toBe(sum);
+          await stopped.close(); // its last file goes: nothing of it is outstanding
+          expect(segmentsIn(journalDir)).toEqual([]);
+        },
+        {
+          onChargeRejected: (_e, c) => {
+            rejected.push(c.id);
+            throw new Error('the listener fails');
+          },
+        },
+      );
+    });
 
     it.runIf(target.name === 'sqlite')(
       'issue 9: while the tables refuse charges and the journal takes them, answers go until the backlog bound, then wait; once the tables take them, each lands once',

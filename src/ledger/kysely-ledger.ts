@@ -107,6 +107,12 @@ export interface KyselyLedgerOptions {
    */
   onFlushError?: (err: unknown) => void;
   /**
+   * Told of what went wrong with the charge journal's files apart from a commit (SQLite): a line or a
+   * file a start could not read (kept), a file that could not be deleted (applied again, each charge
+   * once, and deleted by a later start), a set-aside line that could not be written.
+   */
+  onJournalProblem?: (err: unknown) => void;
+  /**
    * Told what each committed transaction that changed money says of its accounts (group commits and
    * credit entries), after COMMIT: the limits store keeps the newest view (see LedgerUpdate).
    */
@@ -159,6 +165,15 @@ export function journalOf(db: Kysely<Database>): ChargeJournal {
  * client's charges (one a commit) are never held back.
  */
 const COMMIT_INTERVAL_MS = 5;
+
+/**
+ * How long until leftover segments final at `finalAt` are read again: a second past it, and at most an
+ * hour at a time (a segment named in the far future, by a process whose clock was wrong, is read again
+ * hourly, not at once: a longer delay than a timer holds would fire at once).
+ */
+export function leftoverDelay(finalAt: number, now: number): number {
+  return Math.min(Math.max(0, finalAt - now) + 1000, 3_600_000);
+}
 
 /** See KyselyLedger.gather. */
 const GATHER_TURNS = 4;
@@ -655,14 +670,16 @@ export class KyselyLedger implements Ledger {
       // would for a database refusing every write, rather than piling up in memory.
       const room = (this.options.maxQueuedCharges ?? 10_000) - this.unapplied.length;
       if (room <= 0) throw new LedgerBacklog(this.unapplied.length);
-      // What does not fit waits in the queue for the next try (flushQueued retries it).
-      const over = batch.length > room ? batch.splice(room) : [];
-      // Durable in one append (a failure keeps the batch queued whole: the database is failing); into
-      // the tables in bulk soon after (applyJournaled).
-      const charges = batch.map((q) => q.charge);
+      // What does not fit waits in the queue for the next try (flushQueued retries it). The caller's
+      // batch is left whole: an append that throws has it queued again, all of it.
+      const taken = batch.length > room ? batch.slice(0, room) : batch;
+      const over = batch.length > room ? batch.slice(room) : [];
+      // Durable in one append (a failure keeps the batch queued whole: the journal's disk is failing);
+      // into the tables in bulk soon after (applyJournaled).
+      const charges = taken.map((q) => q.charge);
       const entry = new JournalEntry(charges, this.journal.append(charges));
-      this.options.onGroupCommit?.(batch.map((q) => q.charge.id));
-      for (const q of batch) {
+      this.tell(() => this.options.onGroupCommit?.(charges.map((c) => c.id)));
+      for (const q of taken) {
         const pending = this.pendingCharges.get(q.charge.id);
         if (pending?.charge === q.charge) pending.journaled = true;
         q.entry = entry;
@@ -724,7 +741,7 @@ export class KyselyLedger implements Ledger {
       q.attempts += 1;
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
-        this.options.onChargeRejected?.(lastError, q.charge);
+        this.tell(() => this.options.onChargeRejected?.(lastError, q.charge));
         this.unpend(q.charge);
         if (q.entry) {
           const completed = q.entry.done([q.charge]);
@@ -740,7 +757,7 @@ export class KyselyLedger implements Ledger {
       try {
         this.journal?.setAside(setAsideIds);
       } catch (err) {
-        this.options.onFlushError?.(err);
+        this.options.onJournalProblem?.(err);
       }
     }
     for (const [e, completed] of setAside) {
@@ -834,7 +851,7 @@ export class KyselyLedger implements Ledger {
    * At start: applies the charges other processes journaled and did not apply (they were killed, or
    * their machine stopped; a running one's are applied too, each once, and its files left to it), and
    * the rows an earlier version left in the journal table: a charge applied twice is recorded once.
-   * Answers how many there were. A journal line that is not an entry is reported (onFlushError), its
+   * Answers how many there were. A journal line that is not an entry is reported (onJournalProblem), its
    * file kept, and the rest applied.
    */
   async recoverJournal(paths?: ReadonlySet<string>): Promise<number> {
@@ -848,7 +865,9 @@ export class KyselyLedger implements Ledger {
       for (const charge of mine) this.unapplied.push(this.pend(charge, entry).queued);
       count += mine.length;
     };
-    for (const { seq, charges } of paths ? [] : await journalTableRows.leftover(this.db)) {
+    // A row that cannot be read stops the rows (applied later, by a start that can), not the files.
+    const rows = paths ? [] : await journalTableRows.leftover(this.db).catch((err: unknown) => (this.options.onJournalProblem?.(err), []));
+    for (const { seq, charges } of rows) {
       // A row this ledger tracks already is applied, and dropped, as it tracks it.
       if (this.rows.has(seq)) continue;
       track(charges, (mine) => {
@@ -858,7 +877,7 @@ export class KyselyLedger implements Ledger {
       });
     }
     const { entries, segments, problems, finalAt } = this.journal.leftover(paths);
-    for (const problem of problems) this.options.onFlushError?.(new Error(problem));
+    for (const problem of problems) this.options.onJournalProblem?.(new Error(problem));
     for (const { segment, charges } of entries) {
       track(charges, (mine) => {
         segment.open += 1;
@@ -875,15 +894,24 @@ export class KyselyLedger implements Ledger {
       this.leftoverTimer = setTimeout(
         () => {
           this.leftoverTimer = undefined;
-          this.recoverJournal(young).catch((err: unknown) => this.options.onFlushError?.(err));
+          this.recoverJournal(young).catch((err: unknown) => this.options.onJournalProblem?.(err));
         },
-        Math.max(0, finalAt - Date.now()) + 1000,
+        leftoverDelay(finalAt, Date.now()),
       );
       this.leftoverTimer.unref();
     }
     // Tables that refuse them now are retried (scheduleApply): the charges stay in the journal meanwhile.
-    await this.applyJournaled().catch(() => undefined);
+    if (!this.applyRetrying) await this.applyJournaled().catch(() => undefined);
     return count;
+  }
+
+  /** Calls a listener; one that throws is reported, and what the ledger was doing goes on. */
+  private tell(listener: () => void): void {
+    try {
+      listener();
+    } catch (err) {
+      this.options.onFlushError?.(err);
+    }
   }
 
   /** An entry of `segment` is in the tables (`entries` of them: 0 only to release a segment that had none). */
@@ -893,7 +921,7 @@ export class KyselyLedger implements Ledger {
       else this.journal?.release(segment);
     } catch (err) {
       // A file that could not be deleted is applied again (each charge once) by a later start.
-      this.options.onFlushError?.(err);
+      this.options.onJournalProblem?.(err);
     }
   }
 
@@ -1031,7 +1059,7 @@ export class KyselyLedger implements Ledger {
     try {
       this.journal?.close();
     } catch (err) {
-      this.options.onFlushError?.(err);
+      this.options.onJournalProblem?.(err);
     }
     // The charges that are not durable are answered, for the caller to log in full.
     const unwritten = [...this.pendingCharges.values()].filter((p) => !p.journaled).map((p) => p.charge);
