@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
-import { KyselyLedger, leftoverDelay } from '../src/ledger/kysely-ledger.js';
+import { APPLY_BATCH, KyselyLedger, leftoverDelay } from '../src/ledger/kysely-ledger.js';
 import type { LedgerUpdate } from '../src/ledger/ledger.js';
 import { migrateToLatest, migrations } from '../src/ledger/migrations.js';
 import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
@@ -711,10 +711,10 @@ for (const target of databaseTargets) {
         try {
           const one = charge(a.id, hash, 1n);
           await local.charge(one); // the wait for a batch starts
-          const rest = Array.from({ length: 63 }, (_, i) => charge(a.id, hash, 2n, T0 + i));
-          await Promise.all(rest.map((c) => local.charge(c))); // 64 journaled: a batch
+          const rest = Array.from({ length: APPLY_BATCH - 1 }, (_, i) => charge(a.id, hash, 2n, T0 + i));
+          await Promise.all(rest.map((c) => local.charge(c))); // APPLY_BATCH journaled: a batch
           await Promise.all([one, ...rest].map((c) => local.recorded(c.id)));
-          expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(1n + 63n * 2n);
+          expect((await ledger.keyUsage(hash, T0)).all.usage).toBe(1n + BigInt(APPLY_BATCH - 1) * 2n);
         } finally {
           await local.flush();
         }
@@ -801,23 +801,24 @@ for (const target of databaseTargets) {
           hash,
           async ({ first, next, stopped, accountId, journalDir, later }) => {
             const poison = charge(accountId, hash, 2n ** 64n); // cannot fit a BIGINT column: refused at each try
-            const good = Array.from({ length: 399 }, (_, i) => charge(accountId, hash, BigInt(i + 1)));
-            await Promise.all([poison, ...good].map((c) => stopped.charge(c))); // one entry of 400
-            // Each try applies 63 good charges beside the refused one; the fifth sets it aside. Then the
-            // tables refuse the rest for now (315 generations in).
-            await sql`CREATE TRIGGER refuse_after_315 BEFORE INSERT ON generations WHEN (SELECT count(*) FROM generations) >= 315
+            // Each try applies APPLY_BATCH − 1 good charges beside the refused one; the fifth sets it aside.
+            // Then the tables refuse the rest for now (5 × (APPLY_BATCH − 1) generations in).
+            const taken = 5 * (APPLY_BATCH - 1);
+            const good = Array.from({ length: taken + APPLY_BATCH + 20 }, (_, i) => charge(accountId, hash, BigInt(i + 1)));
+            await Promise.all([poison, ...good].map((c) => stopped.charge(c))); // one entry
+            await sql`CREATE TRIGGER refuse_after BEFORE INSERT ON generations WHEN (SELECT count(*) FROM generations) >= ${sql.lit(taken)}
               BEGIN SELECT RAISE(ABORT, 'the tables refuse'); END`.execute(first);
             for (let i = 0; i < 10 && rejected.length === 0; i++) await stopped.flush().catch(() => undefined);
             expect(rejected).toEqual([poison.id]);
             const inTables = new Set((await first.selectFrom('generations').select('id').execute()).map((r) => r.id));
-            expect(inTables.size).toBe(315);
+            expect(inTables.size).toBe(taken);
             // The journal says the one set aside is: a line after its entry.
             const [segment] = segmentsIn(journalDir);
             expect(readFileSync(join(journalDir, segment ?? ''), 'utf8').split('\n')[1]).toBe(JSON.stringify({ x: [poison.id] }));
             await first.destroy(); // the process stops
-            await sql`DROP TRIGGER refuse_after_315`.execute(next);
+            await sql`DROP TRIGGER refuse_after`.execute(next);
             const started = new KyselyLedger(next, { journal: later(), onChargeRejected: (_e, c) => rejected.push(c.id) });
-            expect(await started.recoverJournal()).toBe(399); // every good charge; the 315 applied already are recorded once
+            expect(await started.recoverJournal()).toBe(good.length); // every good charge; those applied already are recorded once
             const sum = good.reduce((t, c) => t + c.totalCost, 0n);
             expect((await started.getAccount(accountId))?.totalUsage).toBe(sum);
             expect(await started.getGeneration(poison.id)).toBeUndefined();
