@@ -201,6 +201,42 @@ describe('the charge journal files (issue 9: a group commit is one write)', () =
   });
 });
 
+describe('a journal writer frozen between its file-age check and its write', () => {
+  it('writes the entry again to a new file when another process deleted its file meanwhile, and only then', () => {
+    const root = mkdtempSync(join(tmpdir(), 'tollgate-journal-frozen-'));
+    const dir = join(root, 'ledger.db-charges');
+    // Each append reads the clock twice: to check its file's age, and after the write.
+    const clock: Array<() => number> = [];
+    const writer = new FileChargeJournal(dir, { now: () => (clock.shift() as () => number)() });
+    try {
+      clock.push(
+        () => T0,
+        () => T0,
+      );
+      const first = writer.append([charge('acct', 'h', 1n)]);
+      // Frozen for twelve minutes after a check that found the file young; nothing deleted it: it stays.
+      const kept = [charge('acct', 'h', 2n)];
+      clock.push(
+        () => T0 + 1000,
+        () => T0 + 12 * MINUTE,
+      );
+      expect(writer.append(kept)).toBe(first);
+      // Frozen again, and this time a start elsewhere took the file for final and deleted it meanwhile.
+      const entry = [charge('acct', 'h', 3n)];
+      clock.push(
+        () => (rmSync(first.path), T0 + 2000),
+        () => T0 + 12 * MINUTE,
+      );
+      const segment = writer.append(entry);
+      expect(segment).not.toBe(first);
+      expect(readFileSync(segment.path, 'utf8')).toBe(journalEntryText(entry) + '\n');
+      expect(readdirSync(dir)).toEqual([segment.path.slice(dir.length + 1)]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a journal entry', () => {
   it('reports itself complete once, however often its charges are written again', () => {
     const cs = [charge('acct', 'h', 1n), charge('acct', 'h', 2n)];

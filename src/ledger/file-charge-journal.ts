@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { JournalSegment, type ChargeJournal, type LeftoverEntry, type Leftovers } from './charge-journal.js';
 import { journalEntryCharges, journalEntryText } from './journal-entry-text.js';
@@ -83,14 +83,24 @@ export class FileChargeJournal implements ChargeJournal {
   }
 
   append(charges: readonly Charge[]): JournalSegment {
-    const segment = this.writable();
-    this.write(segment, journalEntryText(charges) + '\n');
+    const line = journalEntryText(charges) + '\n';
+    const checkedAt = this.now();
+    let segment = this.writable(checkedAt);
+    this.write(segment, line);
+    // Frozen between the age check and the write (or the clock jumped): another process may have
+    // taken the file for final and deleted it. Then the line is written again, to a new one.
+    const writtenAt = this.now();
+    if ((writtenAt - checkedAt > this.segmentMs || writtenAt < checkedAt) && fstatSync(this.fd).nlink === 0) {
+      this.leave(segment);
+      segment = this.writable(writtenAt);
+      this.write(segment, line);
+    }
     segment.open += 1;
     return segment;
   }
 
   setAside(ids: readonly string[]): void {
-    if (ids.length > 0) this.write(this.writable(), setAsideLine(ids));
+    if (ids.length > 0) this.write(this.writable(this.now()), setAsideLine(ids));
   }
 
   completed(segment: JournalSegment): void {
@@ -114,8 +124,7 @@ export class FileChargeJournal implements ChargeJournal {
   }
 
   /** The current segment, or a new one when it is full, old or broken. */
-  private writable(): JournalSegment {
-    const now = this.now();
+  private writable(now: number): JournalSegment {
     const current = this.current;
     if (current && this.size < this.segmentBytes && now - current.startedAt < this.segmentMs) return current;
     if (current) this.leave(current);
