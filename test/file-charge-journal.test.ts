@@ -201,6 +201,27 @@ describe('the charge journal files (issue 9: a group commit is one write)', () =
   });
 });
 
+describe('a journal writer that cannot open its next file', () => {
+  it('keeps writing to the current one for five minutes past its minute, then fails the append', () => {
+    const root = mkdtempSync(join(tmpdir(), 'tollgate-journal-noopen-'));
+    const dir = join(root, 'ledger.db-charges');
+    let now = T0;
+    const writer = new FileChargeJournal(dir, { now: () => now });
+    try {
+      const first = writer.append([charge('acct', 'h', 1n)]);
+      // No new file can be made any more (a file stands where the directory was; the one open still takes writes).
+      rmSync(dir, { recursive: true });
+      writeFileSync(dir, '');
+      now = T0 + 2 * MINUTE; // past the minute: a new file is due, and cannot be opened
+      expect(writer.append([charge('acct', 'h', 2n)])).toBe(first);
+      now = T0 + MINUTE + 5 * MINUTE; // past the grace: the append fails (its charges stay queued)
+      expect(() => writer.append([charge('acct', 'h', 3n)])).toThrow();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a journal writer frozen between its file-age check and its write', () => {
   it('writes the entry again to a new file when another process deleted its file meanwhile, and only then', () => {
     const root = mkdtempSync(join(tmpdir(), 'tollgate-journal-frozen-'));

@@ -16,6 +16,8 @@ const SEGMENT_MS = 60_000;
  * ids) and the file is left to its writer, or read again once it is final (recoverJournal).
  */
 const FINAL_MARGIN_MS = 10 * 60_000;
+/** How long past SEGMENT_MS a segment still takes entries when no new one can be opened (half the margin). */
+const ROTATE_GRACE_MS = FINAL_MARGIN_MS / 2;
 
 const SEGMENT_NAME = /^(\d{13,16})-[0-9a-f]{12}\.jsonl$/;
 
@@ -123,14 +125,26 @@ export class FileChargeJournal implements ChargeJournal {
     this.others.delete(segment.path);
   }
 
-  /** The current segment, or a new one when it is full, old or broken. */
+  /**
+   * The current segment, or a new one when it is full, old or broken. When a new one cannot be opened
+   * (no file descriptor left, say), the current one takes the entry for up to ROTATE_GRACE_MS after it
+   * should have been left: well within the margin before other processes may delete it.
+   */
   private writable(now: number): JournalSegment {
     const current = this.current;
-    if (current && this.size < this.segmentBytes && now - current.startedAt < this.segmentMs) return current;
-    if (current) this.leave(current);
-    mkdirSync(this.dir, { recursive: true });
+    const age = current ? now - current.startedAt : 0;
+    if (current && this.size < this.segmentBytes && age < this.segmentMs) return current;
     const path = join(this.dir, `${now}-${randomBytes(6).toString('hex')}.jsonl`);
-    this.fd = openSync(path, 'ax');
+    let fd: number;
+    try {
+      mkdirSync(this.dir, { recursive: true });
+      fd = openSync(path, 'ax');
+    } catch (err) {
+      if (current && age >= 0 && age < this.segmentMs + ROTATE_GRACE_MS) return current;
+      throw err;
+    }
+    if (current) this.leave(current);
+    this.fd = fd;
     this.size = 0;
     this.current = new JournalSegment(path, now, true);
     this.mine.push(this.current);
@@ -142,8 +156,12 @@ export class FileChargeJournal implements ChargeJournal {
     this.current = undefined;
     const fd = this.fd;
     this.fd = -1;
-    closeSync(fd);
-    this.release(segment);
+    try {
+      closeSync(fd);
+      this.release(segment);
+    } catch {
+      // Not deleted: a later start applies it again once it is final (each charge once), and deletes it.
+    }
   }
 
   /** One `write` of a whole line; one cut short is cut off again, so that the next line starts clean. */
