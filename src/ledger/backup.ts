@@ -27,8 +27,8 @@ function copyJournal(from: string, to: string): void {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
+  if (names.length > 0) mkdirSync(to, { recursive: true });
   for (const name of names) {
-    mkdirSync(to, { recursive: true });
     try {
       copyFileSync(join(from, name), join(to, name));
     } catch (err) {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
-import { JournalEntry, type ChargeJournal, type JournalSegment } from './charge-journal.js';
+import { JournalEntry, type ChargeJournal } from './charge-journal.js';
 import type { CommitWriter } from './commit-writer.js';
 import { listAccounts, listGenerations, spend } from './report-queries.js';
 import { big, bool, flag, num, toAccount, toGeneration } from './rows.js';
@@ -754,16 +754,11 @@ export class KyselyLedger implements Ledger {
     }
     // Logged in full for replay by onChargeRejected: not to be applied again at the next start (a line
     // of the journal says so). Its entry keeps what still waits for the tables, or goes when nothing does.
-    if (setAsideIds.length > 0) {
-      try {
-        this.journal?.setAside(setAsideIds);
-      } catch (err) {
-        this.options.onJournalProblem?.(err);
-      }
-    }
+    if (setAsideIds.length > 0) this.journalStep((j) => j.setAside(setAsideIds));
     for (const [e, completed] of setAside) {
-      if (e.segment) {
-        if (completed) this.segmentCompleted(e.segment);
+      const segment = e.segment;
+      if (segment) {
+        if (completed) this.journalStep((j) => j.completed(segment));
       } else if (e.row !== undefined) {
         if (completed) this.rows.delete(e.row);
         await journalTableRows.discard(this.db, e.row, e.remaining()).catch((err: unknown) => this.options.onFlushError?.(err));
@@ -886,7 +881,7 @@ export class KyselyLedger implements Ledger {
       });
     }
     // A segment whose charges were all pending here already, or set aside, has nothing to wait for.
-    for (const segment of segments) this.segmentCompleted(segment, 0);
+    for (const segment of segments) this.journalStep((j) => j.release(segment));
     // Segments a running process may still write were applied and left: read again (what was added
     // since is applied too, each once) and deleted once no process writes them any more.
     if (finalAt !== undefined && !this.closing) {
@@ -915,13 +910,17 @@ export class KyselyLedger implements Ledger {
     }
   }
 
-  /** An entry of `segment` is in the tables (`entries` of them: 0 only to release a segment that had none). */
-  private segmentCompleted(segment: JournalSegment, entries = 1): void {
+  /**
+   * One step on the journal's files that must not stop what the ledger does (a commit landed, a start,
+   * a stop): what it throws is reported (onJournalProblem). A file that could not be deleted is applied
+   * again, each charge once, and deleted by a later start; a set-aside line that could not be written
+   * lets a later start try that charge again.
+   */
+  private journalStep(step: (journal: ChargeJournal) => void): void {
+    if (!this.journal) return;
     try {
-      if (entries > 0) this.journal?.completed(segment);
-      else this.journal?.release(segment);
+      step(this.journal);
     } catch (err) {
-      // A file that could not be deleted is applied again (each charge once) by a later start.
       this.options.onJournalProblem?.(err);
     }
   }
@@ -949,8 +948,9 @@ export class KyselyLedger implements Ledger {
     // Landed: what follows must not throw, or the batch would be written again as if it had not.
     for (const [e, written] of byEntry) {
       if (!e.done(written)) continue;
+      const segment = e.segment;
       if (e.row !== undefined) this.rows.delete(e.row);
-      if (e.segment) this.segmentCompleted(e.segment);
+      if (segment) this.journalStep((j) => j.completed(segment));
     }
     charges.forEach((c) => this.unpend(c));
     try {
@@ -1057,11 +1057,7 @@ export class KyselyLedger implements Ledger {
     // Journaled charges: one more try at the tables within the deadline; what stays there is durable,
     // and the next start applies it (recoverJournal).
     if ((this.unapplied.length > 0 || this.applying) && Date.now() < deadline) await settledWithin(this.applyJournaled(), deadline - Date.now());
-    try {
-      this.journal?.close();
-    } catch (err) {
-      this.options.onJournalProblem?.(err);
-    }
+    this.journalStep((j) => j.close());
     // The charges that are not durable are answered, for the caller to log in full.
     const unwritten = [...this.pendingCharges.values()].filter((p) => !p.journaled).map((p) => p.charge);
     // A database that stopped answering mid-transaction can keep its connection busy for good: the
