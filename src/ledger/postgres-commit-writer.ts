@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import { periodKeys } from './periods.js';
+import { integerArrayLiteral, textArrayLiteral } from './postgres-array.js';
 import { preparedQuery } from './prepared-query.js';
 import type { Database } from './schema.js';
 import { big } from './rows.js';
@@ -89,10 +90,22 @@ const groupCommit = preparedQuery<{ kind: 'g' | 'a' | 'k'; id: string; period: s
    UNION ALL SELECT 'k', key_hash, period, NULL, usage, byok_usage FROM keys_moved`,
 );
 
-/** Rows as one array per column. */
-function byColumn(rows: readonly unknown[][], width: number): unknown[][] {
-  const out: unknown[][] = Array.from({ length: width }, () => new Array<unknown>(rows.length));
-  rows.forEach((row, r) => row.forEach((value, c) => ((out[c] as unknown[])[r] = value)));
+/** Whether each column (GENERATION_COLUMNS order) is text; the others are integers. */
+const TEXT_COLUMN = GENERATION_COLUMNS.map((c) => GENERATION_TYPES[c] === 'text');
+
+/**
+ * The generation rows as one array literal per column (postgres-array.ts), the statement's first
+ * parameters: built here, because node-postgres's own conversion of an array parameter (two regular
+ * expression replaces an element, every element quoted) cost more than the rest of a commit's
+ * parameters together.
+ */
+function columnLiterals(rows: readonly unknown[][]): string[] {
+  const out: string[] = [];
+  const column: unknown[] = new Array<unknown>(rows.length);
+  for (let c = 0; c < n; c++) {
+    for (let r = 0; r < rows.length; r++) column[r] = (rows[r] as unknown[])[c];
+    out.push(TEXT_COLUMN[c] ? textArrayLiteral(column as (string | null)[]) : integerArrayLiteral(column as (number | bigint | null)[]));
+  }
   return out;
 }
 
@@ -105,13 +118,9 @@ function byColumn(rows: readonly unknown[][], width: number): unknown[][] {
  */
 export const postgresCommitWriter: CommitWriter = {
   async write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit> {
-    const params = byColumn(charges.map(generationValues), n);
+    const params = columnLiterals(charges.map(generationValues));
     const periods = charges.map((c) => periodKeys(c.createdAt));
-    params.push(
-      periods.map((p) => p.daily),
-      periods.map((p) => p.weekly),
-      periods.map((p) => p.monthly),
-    );
+    params.push(textArrayLiteral(periods.map((p) => p.daily)), textArrayLiteral(periods.map((p) => p.weekly)), textArrayLiteral(periods.map((p) => p.monthly)));
     const { rows } = await db.executeQuery(groupCommit(params));
     const recorded = new Set<string>();
     const accounts = new Map<string, AccountSnapshot>();
