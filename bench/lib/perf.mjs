@@ -25,26 +25,44 @@ export function findPerf() {
   }
 }
 
-/** Resolves once process `perfPid` has a perf_event descriptor open (and a few ms more), or after 10 s, or once it exits. */
-async function attached(perfPid, exited) {
+/**
+ * Resolves once process `perfPid` has its perf_event descriptors open for every thread of `pid` (perf
+ * opens them a thread at a time as it attaches: on a busy machine a short turn could pass before it
+ * reached the thread that does the work, and the smoke test read 0 samples of the bare proxy once),
+ * and a few ms more; or after 10 s, or once it exits.
+ */
+async function attached(perfPid, pid, exited) {
   let gone = false;
   void exited.then(() => (gone = true));
-  const counting = () => {
+  const count = (dir, keep) => {
     try {
-      return readdirSync(`/proc/${perfPid}/fd`).some((fd) => {
-        try {
-          return readlinkSync(`/proc/${perfPid}/fd/${fd}`).includes('perf_event');
-        } catch {
-          return false;
-        }
-      });
+      return readdirSync(dir).filter(keep).length;
     } catch {
-      return false;
+      return 0;
     }
   };
+  const threads = () => count(`/proc/${pid}/task`, () => true);
+  const counting = () =>
+    count(`/proc/${perfPid}/fd`, (fd) => {
+      try {
+        return readlinkSync(`/proc/${perfPid}/fd/${fd}`).includes('perf_event');
+      } catch {
+        return false;
+      }
+    });
+  // (Several descriptors a thread, one a CPU: done once there are at least as many as threads and their
+  // number has not moved for three polls.)
   const deadline = Date.now() + 10_000;
-  while (!gone && !counting() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  let last = -1;
+  let steady = 0;
+  while (!gone && Date.now() < deadline) {
+    const n = counting();
+    steady = n === last ? steady + 1 : 0;
+    last = n;
+    if (n >= Math.max(1, threads()) && steady >= 3) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 /** Starts recording process `pid` (every thread) into `file`; `stop()` ends the recording once perf wrote it. */
@@ -55,9 +73,9 @@ export async function recordPerf(pid, file) {
   let err = '';
   perf.stderr.on('data', (d) => (err += d));
   const exited = new Promise((resolve) => perf.on('exit', (code, signal) => resolve({ code, signal })));
-  // The load starts once perf counts: once it holds a perf_event descriptor of its own (it opens one a
-  // thread of `pid` as it attaches), which on a busy machine can take longer than any fixed wait.
-  await attached(perf.pid, exited);
+  // The load starts once perf counts every thread of `pid`, which on a busy machine can take longer
+  // than any fixed wait.
+  await attached(perf.pid, pid, exited);
   return {
     async stop() {
       perf.kill('SIGINT');
