@@ -115,6 +115,15 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
         for (const k of ['cpu_us_per_req', 'busy', 'ratio'])
           expect(Number.isFinite(r[k]) && (r.label === 'nginx' ? r[k] >= 0 : r[k] > 0), `${r.label} ${k}`).toBe(true);
         expect(r.p99_ms).toBeGreaterThanOrEqual(r.p50_ms);
+        // The verdict on a target: met only when every round is at or under it, not met when every round
+        // is over it, unclear when the rounds fall on both sides (a median alone could call either way).
+        if (r.target === undefined) expect(r.verdict, r.label).toBeUndefined();
+        else {
+          const over = r.ratio_rounds.filter((x: number) => x > r.target).length;
+          const verdict = over === 0 ? 'met' : over === r.ratio_rounds.length ? 'not met' : expect.stringMatching(/^unclear: rounds [\d.]+–[\d.]+×$/);
+          expect(r.verdict, `${r.label}: ${r.ratio_rounds.join(', ')}`).toEqual(verdict);
+          expect(out).toContain(`≤ ${r.target}×: ${r.verdict}`);
+        }
         // The kernel's part of a Node proxy's CPU (system time): within its CPU; nginx's is not told apart.
         if (r.label === 'nginx') expect(r.sys_us_per_req, r.label).toBeNull();
         else expect(r.sys_us_per_req >= 0 && r.sys_us_per_req <= r.cpu_us_per_req, `${r.label} sys_us_per_req`).toBe(true);
