@@ -1,13 +1,31 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Charge } from '../src/ledger/ledger.js';
 import { integerArrayLiteral, textArrayLiteral } from '../src/ledger/postgres-array.js';
+import { postgresCommitWriter } from '../src/ledger/postgres-commit-writer.js';
+import { chargeMaker } from './helpers/charges.js';
 
 describe('PostgreSQL array literals', () => {
   it('quote every text, escape " and \\ in it, and write null as NULL', () => {
     expect(textArrayLiteral([])).toBe('{}');
     expect(textArrayLiteral(['gen-1', '', null, undefined, 'NULL', 'a,b{c}'])).toBe('{"gen-1","",NULL,NULL,"NULL","a,b{c}"}');
     expect(textArrayLiteral(['say "hi"', 'C:\\dir\\', '\\"'])).toBe('{"say \\"hi\\"","C:\\\\dir\\\\","\\\\\\""}');
+  });
+
+  it('refuse a text element that is not a string, naming its type', () => {
+    expect(() => textArrayLiteral([{} as never])).toThrow(/not a text.*object/);
+    expect(() => textArrayLiteral([12 as never])).toThrow(/not a text.*number/);
+  });
+
+  it('a group commit refuses a charge it cannot write, naming its generation and column, before it reaches the database', async () => {
+    const bad: Charge = {
+      ...chargeMaker('pgarr', Date.UTC(2026, 10, 27))('acct_1', 'k'.repeat(64), 5n, Date.UTC(2026, 10, 27)),
+      id: 'gen-bad',
+      latencyMs: 1.5,
+    };
+    const noDatabase = undefined as never; // never reached: the parameters are refused first
+    await expect(postgresCommitWriter.write(noDatabase, [bad], [])).rejects.toThrow(/generation gen-bad, column latency_ms: not an integer .*1\.5/);
   });
 
   it('write integers and bigints exactly, and refuse a number that is not an integer', () => {

@@ -4,10 +4,10 @@ const ESCAPED_ALL = /["\\]/g;
 
 /**
  * An array of texts as PostgreSQL's array literal (`{"a","b",NULL}`), for a `$n::text[]` parameter:
- * each element quoted, a `"` or `\` in it escaped with a backslash, null and undefined as NULL. What
- * node-postgres would send for the array itself, built without its two regular-expression replaces an
- * element, which are most of what a group commit's parameters cost this process (bench/README.md,
- * twentieth session).
+ * each element quoted, a `"` or `\` in it escaped with a backslash, null and undefined as NULL, any
+ * other non-string refused (naming its type). What node-postgres would send for the array itself,
+ * built without its two regular-expression replaces an element, which were most of what a group
+ * commit's parameters cost this process (bench/README.md, twentieth session).
  */
 export function textArrayLiteral(values: readonly (string | null | undefined)[]): string {
   let out = '{';
@@ -15,6 +15,7 @@ export function textArrayLiteral(values: readonly (string | null | undefined)[])
     const v = values[i];
     if (i > 0) out += ',';
     if (v === null || v === undefined) out += 'NULL';
+    else if (typeof v !== 'string') throw new TypeError(`not a text for a PostgreSQL text array: ${typeof v}`);
     else if (ESCAPED.test(v)) out += `"${v.replace(ESCAPED_ALL, '\\$&')}"`;
     else out += `"${v}"`;
   }

@@ -90,8 +90,18 @@ const groupCommit = preparedQuery<{ kind: 'g' | 'a' | 'k'; id: string; period: s
    UNION ALL SELECT 'k', key_hash, period, NULL, usage, byok_usage FROM keys_moved`,
 );
 
-/** Whether each column (GENERATION_COLUMNS order) is text; the others are integers. */
-const TEXT_COLUMN = GENERATION_COLUMNS.map((c) => GENERATION_TYPES[c] === 'text');
+/** How each column's array literal is written (GENERATION_COLUMNS order); a type without a writer here stops the module loading. */
+const LITERAL_OF = GENERATION_COLUMNS.map((c) => {
+  switch (GENERATION_TYPES[c]) {
+    case 'text':
+      return (values: unknown[]) => textArrayLiteral(values as (string | null)[]);
+    case 'integer':
+    case 'bigint':
+      return (values: unknown[]) => integerArrayLiteral(values as (number | bigint | null)[]);
+    default:
+      throw new Error(`no array literal for column ${c} of type ${GENERATION_TYPES[c]}`);
+  }
+});
 
 /**
  * The generation rows as one array literal per column (postgres-array.ts), the statement's first
@@ -104,7 +114,22 @@ function columnLiterals(rows: readonly unknown[][]): string[] {
   const column: unknown[] = new Array<unknown>(rows.length);
   for (let c = 0; c < n; c++) {
     for (let r = 0; r < rows.length; r++) column[r] = (rows[r] as unknown[])[c];
-    out.push(TEXT_COLUMN[c] ? textArrayLiteral(column as (string | null)[]) : integerArrayLiteral(column as (number | bigint | null)[]));
+    try {
+      out.push((LITERAL_OF[c] as (values: unknown[]) => string)(column));
+    } catch (err) {
+      // Which column, and whose (the generation id is the first column).
+      const at = column.findIndex((v) => {
+        try {
+          (LITERAL_OF[c] as (values: unknown[]) => string)([v]);
+          return false;
+        } catch {
+          return true;
+        }
+      });
+      throw new TypeError(`generation ${String((rows[at] as unknown[] | undefined)?.[0])}, column ${GENERATION_COLUMNS[c]}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
   }
   return out;
 }
