@@ -34,6 +34,8 @@ import { CLI, PORTKEY, benchDir, START_NODE_FLAGS, findNginx, root, startBare, s
 const options = {
   requests: { type: 'string', default: '3000' },
   warmup: { type: 'string', default: '20000' },
+  // and for at least this long (s; default: the settlement window and 2 s more)
+  'warmup-s': { type: 'string' },
   concurrency: { type: 'string', default: '16' },
   rounds: { type: 'string', default: '3' },
   modes: { type: 'string', default: 'json,sse' },
@@ -127,6 +129,11 @@ if (opt.soak) {
 
 const REQUESTS = num('requests', { min: 1 });
 const WARMUP = num('warmup');
+// A Tollgate under load reaches its steady state only once the first answers' settlement window has
+// passed: from then on each request also expires a settling hold, code that first runs then, and V8
+// compiles it (and re-optimises what it inlines into) in whatever round is under way. A warm-up of
+// 20,000 requests took ~4 s, and the JIT was ~4 % of a measured stream's CPU (perf, twentieth session).
+const WARMUP_MS = opt['warmup-s'] === undefined ? WINDOW_MS + 2000 : num('warmup-s', { integer: false }) * 1000;
 const CONCURRENCY = num('concurrency', { min: 1, max: 1000 });
 const ROUNDS = num('rounds', { min: 1 });
 const MODES = list('modes', ['json', 'sse']);
@@ -271,6 +278,17 @@ function cpuVerdict(ratioRounds, target) {
   return `unclear: rounds ${fmt(Math.min(...ratioRounds), 2)}–${fmt(Math.max(...ratioRounds), 2)}×`;
 }
 
+/** The warm-up of one proxy: WARMUP requests, and as many more as it takes to last WARMUP_MS. */
+async function warmUp(t, mode) {
+  const started = performance.now();
+  let sent = 0;
+  while (sent < WARMUP || (sent > 0 && performance.now() - started < WARMUP_MS)) {
+    const n = sent < WARMUP ? WARMUP - sent : 2000;
+    await runLoad(t, mode, n, CONCURRENCY);
+    sent += n;
+  }
+}
+
 function ratioCell(r) {
   return r.target === undefined ? '' : `≤ ${r.target}×: ${r.verdict}`;
 }
@@ -411,7 +429,7 @@ async function main() {
 
     process.stdout.write(
       `Tollgate against a bare undici pass-through, nginx and Portkey — ${new Date().toISOString()}\n` +
-        `node ${process.version}, ${ncpu} CPUs (${cpuModel}); per mode: ${WARMUP} warm-up requests per proxy, then ${ROUNDS} interleaved ` +
+        `node ${process.version}, ${ncpu} CPUs (${cpuModel}); per mode: ${WARMUP} warm-up requests per proxy${WARMUP > 0 && WARMUP_MS > 0 ? ` lasting at least ${fmt(WARMUP_MS / 1000, 1)} s` : ''}, then ${ROUNDS} interleaved ` +
         `round(s) of ${REQUESTS} requests per proxy, concurrency ${CONCURRENCY}; latency: open loop at half of Tollgate's peak, ` +
         `${LATENCY_ROUNDS} × ${LATENCY_S} s per proxy\n` +
         (PIN ? `pinned: proxies on CPU ${PIN.proxy}, load generator and fake upstream on CPU ${PIN.others}\n` : 'not pinned to CPUs\n') +
@@ -431,7 +449,7 @@ async function main() {
       const runs = new Map(targets.map((t) => [t, []]));
       try {
         // Warm-up, once per proxy: lets V8 (and nginx's caches) settle before anything is measured.
-        if (WARMUP > 0) for (const t of targets) await runLoad(t, mode, WARMUP, CONCURRENCY);
+        for (const t of targets) await warmUp(t, mode);
         for (let round = 0; round < ROUNDS; round++) {
           // Alternate the order between rounds, so drift does not favour one side.
           const order = round % 2 === 0 ? targets : [...targets].reverse();

@@ -81,13 +81,15 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     const json = join(dir, 'overhead.json');
     const { code, out } = await runBench(
       [
-        ...['--requests', '40', '--warmup', '20', '--rounds', '2', '--concurrency', '4'],
+        ...['--requests', '40', '--warmup', '20', '--warmup-s', '0.2', '--rounds', '2', '--concurrency', '4'],
         ...['--latency-s', '0.3', '--latency-rounds', '1', '--settle-ms', '10', '--pin', 'off', '--deadline-s', '90'],
         ...['--deployments', deployments, '--json', json],
       ],
       120_000,
     );
     expect(code, out).toBe(0);
+    // Each proxy's warm-up lasts at least --warmup-s (by default the settlement window and 2 s more).
+    expect(out).toContain('20 warm-up requests per proxy lasting at least 0.2 s');
     // Every Node proxy runs as `npm start` runs Tollgate, and the run says with which flags.
     expect(startFlags()).toMatch(/--/);
     expect(out).toContain(`Node proxies run with npm start's flags: ${startFlags()}\n`);
@@ -202,7 +204,7 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
       const perfDir = join(dir, 'perf');
       const { code, out } = await runBench(
         [
-          ...['--proxies', 'tollgate', '--deployments', 'sqlite', '--modes', 'json', '--requests', '200', '--warmup', '50', '--rounds', '1'],
+          ...['--proxies', 'tollgate', '--deployments', 'sqlite', '--modes', 'json', '--requests', '200', '--warmup', '50', '--warmup-s', '0', '--rounds', '1'],
           ...['--latency-s', '0', '--settle-ms', '10', '--pin', 'off', '--deadline-s', '90', '--perf', perfDir],
         ],
         120_000,
