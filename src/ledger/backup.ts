@@ -52,13 +52,14 @@ export async function backupLedger(databaseUrl: string, file: string): Promise<{
   if (path === '' || path === ':memory:') throw new Error('backup: the ledger is in memory (sqlite::memory:): there is nothing on disk to back up');
   if (!existsSync(path)) throw new Error(`backup: no ledger at ${path}`);
   if (existsSync(file)) throw new Error(`backup: ${file} exists already; name a new file`);
-  if (existsSync(journalDirOf(file))) throw new Error(`backup: ${journalDirOf(file)} exists already; name a new file`);
+  const [journal, journalCopy] = [journalDirOf(path), journalDirOf(file)];
+  if (existsSync(journalCopy)) throw new Error(`backup: ${journalCopy} exists already; name a new file`);
   const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true });
   try {
-    copyJournal(journalDirOf(path), journalDirOf(file));
+    copyJournal(journal, journalCopy);
     const { totalPages } = await db.backup(file);
-    copyJournal(journalDirOf(path), journalDirOf(file));
-    return { file, pages: totalPages, journalFiles: filesIn(journalDirOf(file)) };
+    copyJournal(journal, journalCopy);
+    return { file, pages: totalPages, journalFiles: filesIn(journalCopy) };
   } finally {
     db.close();
   }

@@ -1,3 +1,13 @@
+/** An element an array literal cannot hold: which one (`index`), and why. */
+export class ArrayElementError extends TypeError {
+  constructor(
+    readonly index: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** What, inside a quoted element of a PostgreSQL array literal, must be escaped with a backslash. */
 const ESCAPED = /["\\]/;
 const ESCAPED_ALL = /["\\]/g;
@@ -5,7 +15,7 @@ const ESCAPED_ALL = /["\\]/g;
 /**
  * An array of texts as PostgreSQL's array literal (`{"a","b",NULL}`), for a `$n::text[]` parameter:
  * each element quoted, a `"` or `\` in it escaped with a backslash, null and undefined as NULL, any
- * other non-string refused (naming its type). What node-postgres would send for the array itself,
+ * other non-string refused (ArrayElementError, naming its type). What node-postgres would send for the array itself,
  * built without its two regular-expression replaces an element, which were most of what a group
  * commit's parameters cost this process (bench/README.md, twentieth session).
  */
@@ -15,7 +25,7 @@ export function textArrayLiteral(values: readonly (string | null | undefined)[])
     const v = values[i];
     if (i > 0) out += ',';
     if (v === null || v === undefined) out += 'NULL';
-    else if (typeof v !== 'string') throw new TypeError(`not a text for a PostgreSQL text array: ${typeof v}`);
+    else if (typeof v !== 'string') throw new ArrayElementError(i, `not a text for a PostgreSQL text array: ${typeof v}`);
     else if (ESCAPED.test(v)) out += `"${v.replace(ESCAPED_ALL, '\\$&')}"`;
     else out += `"${v}"`;
   }
@@ -25,7 +35,7 @@ export function textArrayLiteral(values: readonly (string | null | undefined)[])
 /**
  * An array of integers (numbers or bigints, exact) as PostgreSQL's array literal (`{1,-2,NULL}`), for
  * a `$n::integer[]` or `$n::bigint[]` parameter; null and undefined as NULL. A number that is not an
- * integer is refused here, naming it, rather than by the database.
+ * integer is refused here (ArrayElementError, naming it), rather than by the database.
  */
 export function integerArrayLiteral(values: readonly (number | bigint | null | undefined)[]): string {
   let out = '{';
@@ -34,7 +44,7 @@ export function integerArrayLiteral(values: readonly (number | bigint | null | u
     if (i > 0) out += ',';
     if (v === null || v === undefined) out += 'NULL';
     else if (typeof v === 'bigint' || Number.isSafeInteger(v)) out += String(v);
-    else throw new TypeError(`not an integer for a PostgreSQL integer array: ${String(v)}`);
+    else throw new ArrayElementError(i, `not an integer for a PostgreSQL integer array: ${String(v)}`);
   }
   return `${out}}`;
 }

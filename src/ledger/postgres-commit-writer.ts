@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import { periodKeys } from './periods.js';
-import { integerArrayLiteral, textArrayLiteral } from './postgres-array.js';
+import { ArrayElementError, integerArrayLiteral, textArrayLiteral } from './postgres-array.js';
 import { preparedQuery } from './prepared-query.js';
 import type { Database } from './schema.js';
 import { big } from './rows.js';
@@ -112,23 +112,15 @@ const LITERAL_OF = GENERATION_COLUMNS.map((c) => {
 function columnLiterals(rows: readonly unknown[][]): string[] {
   const out: string[] = [];
   const column: unknown[] = new Array<unknown>(rows.length);
-  for (let c = 0; c < n; c++) {
+  for (const [c, literal] of LITERAL_OF.entries()) {
     for (let r = 0; r < rows.length; r++) column[r] = (rows[r] as unknown[])[c];
     try {
-      out.push((LITERAL_OF[c] as (values: unknown[]) => string)(column));
+      out.push(literal(column));
     } catch (err) {
-      // Which column, and whose (the generation id is the first column).
-      const at = column.findIndex((v) => {
-        try {
-          (LITERAL_OF[c] as (values: unknown[]) => string)([v]);
-          return false;
-        } catch {
-          return true;
-        }
-      });
-      throw new TypeError(`generation ${String((rows[at] as unknown[] | undefined)?.[0])}, column ${GENERATION_COLUMNS[c]}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      if (!(err instanceof ArrayElementError)) throw err;
+      // Whose, and which column (the generation id is the first column).
+      const id = String((rows[err.index] as unknown[])[0]);
+      throw new TypeError(`generation ${id}, column ${GENERATION_COLUMNS[c]}: ${err.message}`, { cause: err });
     }
   }
   return out;
