@@ -29,6 +29,7 @@ import { runLoad, runOpenLoop } from './lib/load.mjs';
 import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
 import { compareAreas, emptyTotals, fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
+import { LATENCY_TARGET_MS, TARGETS, cpuVerdict, disturbedRounds, latencyVerdict } from './lib/verdicts.mjs';
 import { CLI, PORTKEY, benchDir, START_NODE_FLAGS, findNginx, root, startBare, startFloor, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
 
 const options = {
@@ -143,19 +144,6 @@ const LATENCY_ROUNDS = num('latency-rounds', { min: 1, max: 20 });
 const DEADLINE_S = opt['deadline-s'] === undefined ? 1500 : num('deadline-s', { min: 1 });
 const SETTLE_MS = num('settle-ms', { max: 5000 });
 
-/** The issue's targets for Tollgate's CPU per request, as a ratio to the bare pass-through. */
-const TARGETS = { sqlite: { json: 2, sse: 1.5 }, 'postgres-redis': { json: 4, sse: 3 } };
-const LATENCY_TARGET_MS = 2;
-/**
- * The latency target's verdict. The bare proxy is the floor: when its p99 is above Tollgate's by more
- * than the target, something disturbed its rounds (a stall of the machine), the difference says
- * nothing, and the row says so rather than "met".
- */
-function latencyVerdict(l) {
-  if (l.added_p99_ms < -LATENCY_TARGET_MS) return "unclear: bare p99 above Tollgate's";
-  return l.added_p99_ms <= LATENCY_TARGET_MS ? 'met' : 'not met';
-}
-
 // The load generator's connections: one per worker; a request that hangs fails the run after 10 s.
 const LOAD_POOL = { connections: CONCURRENCY, headersTimeout: 10_000, bodyTimeout: 10_000 };
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -262,20 +250,6 @@ async function startTargets(mode, ctx) {
 async function closeTarget(t) {
   await Promise.all([t.pool, t.latencyPool].filter(Boolean).map((p) => p.destroy().catch(() => undefined)));
   await stopChild(t.child);
-}
-
-/**
- * Issue 9's verdict on a row's CPU ratio, from its rounds (each Tollgate round over the bare proxy's in
- * the same round): met when every round is at or under the target, not met when every round is over
- * it, and unclear when they fall on both sides: on a host whose speed moves between rounds, the median
- * alone could call either way (bench/README.md, "Reading the table").
- */
-function cpuVerdict(ratioRounds, target) {
-  if (target === undefined) return undefined;
-  const over = ratioRounds.filter((x) => x > target).length;
-  if (over === 0) return 'met';
-  if (over === ratioRounds.length) return 'not met';
-  return `unclear: rounds ${fmt(Math.min(...ratioRounds), 2)}–${fmt(Math.max(...ratioRounds), 2)}×`;
 }
 
 /** The warm-up of one proxy: WARMUP requests, and as many more as it takes to last WARMUP_MS. */
@@ -458,6 +432,7 @@ async function main() {
         const bare = targets.find((t) => t.id === 'bare');
         const bareRuns = runs.get(bare);
         const bareSummary = summarize(bareRuns);
+        const leftOut = disturbedRounds(runs.get(targets.find((t) => t.id === 'floor')), bareRuns);
         results[mode] = {};
         for (const t of targets) {
           const s = summarize(runs.get(t));
@@ -469,7 +444,8 @@ async function main() {
             ratio: s.cpu_us_per_req / bareSummary.cpu_us_per_req,
             ratio_rounds: ratioRounds,
             target,
-            verdict: cpuVerdict(ratioRounds, target),
+            verdict: cpuVerdict(ratioRounds, target, leftOut),
+            ...(target === undefined ? {} : { rounds_left_out: leftOut.map((i) => i + 1) }),
           };
         }
 
