@@ -21,9 +21,9 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pinning, probe, stopAll } from './lib/children.mjs';
-import { runLoad, runOpenLoop } from './lib/load.mjs';
+import { runOpenLoop, warmUp } from './lib/load.mjs';
 import { addAllocations, allocationReport, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
-import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions } from './lib/cli-options.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions, warmupMsOf, warmupSecondsOption } from './lib/cli-options.mjs';
 import { root, startBare } from './lib/targets.mjs';
 
 const opt = parseOptions('open-loop', {
@@ -32,6 +32,8 @@ const opt = parseOptions('open-loop', {
   rounds: { type: 'string', default: '6' },
   // unmeasured requests through each proxy first (closed loop, 16 at a time), so V8 has compiled its code
   warmup: { type: 'string', default: '2000' },
+  // and for at least this long (s; default: the settlement window and 2 s more)
+  ...warmupSecondsOption,
   // node --cpu-prof of the bare proxy and each Tollgate, one .cpuprofile each in DIR (their figures are inflated)
   profile: { type: 'string' },
   gc: { type: 'boolean', default: false },
@@ -48,6 +50,7 @@ if (!(SECONDS > 0 && SECONDS <= 60)) die('--seconds 0..60');
 if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 50)) die('--rounds 1..50');
 const WARMUP = Number(opt.warmup);
 if (!(Number.isInteger(WARMUP) && WARMUP >= 0 && WARMUP <= 1_000_000)) die('--warmup 0..1000000');
+const WARMUP_MS = WARMUP > 0 ? warmupMsOf(opt, die) : 0;
 
 /** Adds a round's garbage collections (the probe's `gc-stop`) to the process's totals. */
 function addGc(p, gc, requests) {
@@ -146,12 +149,13 @@ try {
   profiled = proxies.filter((p) => p.profile).map((p) => ({ mode: opt.mode, label: p.label, bare: p === bare, file: p.profile, windows: (p.windows = []) }));
   for (const p of proxies) {
     p.sent = 0;
-    if (WARMUP > 0) await runLoad(p, opt.mode, WARMUP, 16);
+    await warmUp(p, opt.mode, { requests: WARMUP, ms: WARMUP_MS, concurrency: 16 });
   }
   for (const p of tollgates) await probe(p.child, 'eld-start');
 
   process.stdout.write(
-    `open loop, ${opt.mode}, ${opt.deployment}: ${RATE} requests/s for ${SECONDS} s a round, ${ROUNDS} rounds, order reversed every other round\n` +
+    `open loop, ${opt.mode}, ${opt.deployment}: ${RATE} requests/s for ${SECONDS} s a round, ${ROUNDS} rounds, order reversed every other round; ` +
+      `warm-up: ${WARMUP} requests per proxy${WARMUP_MS > 0 ? ` lasting at least ${WARMUP_MS / 1000} s` : ''}\n` +
       `latency in ms (request sent to last byte read); CPU µs a request; event-loop delay (Tollgate) in ms over the round\n\n`,
   );
   // With --gc, each round also says what it promoted and how many full collections it held, so that a long

@@ -25,7 +25,7 @@ import path from 'node:path';
 import { nodeFlagsOf, nodeFlagsOption, parseOptions } from './lib/cli-options.mjs';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK, serversCpuReading, serversCpuSpent } from './lib/cpu.mjs';
-import { runLoad, runOpenLoop } from './lib/load.mjs';
+import { runLoad, runOpenLoop, warmUp } from './lib/load.mjs';
 import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
 import { compareAreas, emptyTotals, fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
@@ -252,17 +252,6 @@ async function closeTarget(t) {
   await stopChild(t.child);
 }
 
-/** The warm-up of one proxy: WARMUP requests, and as many more as it takes to last WARMUP_MS. */
-async function warmUp(t, mode) {
-  const started = performance.now();
-  let sent = 0;
-  while (sent < WARMUP || (sent > 0 && performance.now() - started < WARMUP_MS)) {
-    const n = sent < WARMUP ? WARMUP - sent : 2000;
-    await runLoad(t, mode, n, CONCURRENCY);
-    sent += n;
-  }
-}
-
 function ratioCell(r) {
   return r.target === undefined ? '' : `≤ ${r.target}×: ${r.verdict}`;
 }
@@ -423,7 +412,7 @@ async function main() {
       const runs = new Map(targets.map((t) => [t, []]));
       try {
         // Warm-up, once per proxy: lets V8 (and nginx's caches) settle before anything is measured.
-        for (const t of targets) await warmUp(t, mode);
+        for (const t of targets) await warmUp(t, mode, { requests: WARMUP, ms: WARMUP_MS, concurrency: CONCURRENCY });
         for (let round = 0; round < ROUNDS; round++) {
           // Alternate the order between rounds, so drift does not favour one side.
           const order = round % 2 === 0 ? targets : [...targets].reverse();

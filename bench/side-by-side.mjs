@@ -8,20 +8,23 @@
 // one after the other. For telling a change of a few percent from noise (bench/README.md).
 //
 //   npm run bench:side-by-side -- --baseline DIR [--deployment sqlite|postgres-redis]
-//                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8]
+//                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8] [--warmup-s S]
 import { pinning, stopAll } from './lib/children.mjs';
-import { bodyFor, one, runLoad } from './lib/load.mjs';
+import { bodyFor, one, warmUp } from './lib/load.mjs';
 import { median } from './lib/report.mjs';
-import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions } from './lib/cli-options.mjs';
+import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions, warmupMsOf, warmupSecondsOption } from './lib/cli-options.mjs';
 
 const opt = parseOptions('side-by-side', {
   windows: { type: 'string', default: '20' },
   seconds: { type: 'string', default: '1' },
   concurrency: { type: 'string', default: '8' },
+  // each build's warm-up (2,000 requests) also lasts at least this long (s; default: the settlement window and 2 s more)
+  ...warmupSecondsOption,
   ...buildOptions,
 });
 const die = dieAs('side-by-side');
 const baseline = checkBuildOptions(opt, die);
+const WARMUP_MS = warmupMsOf(opt, die);
 if (!baseline) die('--baseline DIR is required (a built checkout to compare this build with)');
 const WINDOWS = Number(opt.windows);
 const SECONDS = Number(opt.seconds);
@@ -57,11 +60,11 @@ try {
   for (const t of [mine, base]) {
     t.sent = 0;
     t.answered = 0;
-    await runLoad(t, opt.mode, 2000, CONCURRENCY); // warm-up, one at a time
+    await warmUp(t, opt.mode, { requests: 2000, ms: WARMUP_MS, concurrency: CONCURRENCY }); // one at a time
   }
   process.stdout.write(
     `side by side, ${opt.mode}, ${opt.deployment}: this build and ${baseline} under load at once (${CONCURRENCY} workers each), ` +
-      `${WINDOWS} windows of ${SECONDS} s; CPU µs per request answered in each window\n\n`,
+      `${WINDOWS} windows of ${SECONDS} s, after a warm-up of 2000 requests each lasting at least ${WARMUP_MS / 1000} s; CPU µs per request answered in each window\n\n`,
   );
   let stopped = false;
   const loops = [mine, base].map((t) => loop(t, opt.mode, CONCURRENCY, () => stopped));

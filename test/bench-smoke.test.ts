@@ -173,8 +173,14 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
 
   it('open loop with --gc and --alloc: reports what the garbage collector of each process did and what each allocated, and passes its ledger check', async () => {
     const allocDir = join(dir, 'alloc');
-    const { code, out } = await runBench(['--rate', '200', '--seconds', '0.5', '--rounds', '2', '--gc', '--alloc', allocDir], 60_000, OPEN_LOOP);
+    const { code, out } = await runBench(
+      ['--rate', '200', '--seconds', '0.5', '--rounds', '2', '--warmup-s', '0.2', '--gc', '--alloc', allocDir],
+      60_000,
+      OPEN_LOOP,
+    );
     expect(code, out).toBe(0);
+    // Each proxy's warm-up lasts at least --warmup-s (by default the settlement window and 2 s more), and the run says so.
+    expect(out).toContain('warm-up: 2000 requests per proxy lasting at least 0.2 s');
     const rows = tableRows(out, 'garbage collection over the rounds');
     expect(rows.map((r) => r[0])).toEqual(['bare', 'tollgate sqlite']);
     for (const [, young, promoted, scavengeUs, scavenges, fullGcs] of rows) {

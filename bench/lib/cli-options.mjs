@@ -29,6 +29,17 @@ export const buildOptions = {
   ...storeOptions,
 };
 
+/** parseArgs option: a warm-up that also lasts at least this long (warmUp in load.mjs); warmupMsOf reads it. */
+export const warmupSecondsOption = { 'warmup-s': { type: 'string' } };
+
+/** --warmup-s in ms; by default the settlement window (--window-ms) and 2 s more. */
+export function warmupMsOf(opt, die) {
+  if (opt['warmup-s'] === undefined) return Number(opt['window-ms']) + 2000;
+  const s = Number(opt['warmup-s']);
+  if (!(Number.isFinite(s) && s >= 0 && s <= 600)) die('--warmup-s takes seconds from 0 to 600');
+  return s * 1000;
+}
+
 /** Prints `script: message` and exits 2. */
 export const dieAs = (script) => (message) => {
   process.stderr.write(`${script}: ${message}\n`);
