@@ -11,18 +11,23 @@ describe("the bench's verdicts on issue 9's targets", () => {
     expect(cpuVerdict([1.2], undefined, [])).toBeUndefined();
   });
 
-  it('finds the rounds whose bare proxy was slowed: the floor, which does more, read less than it', () => {
-    expect(disturbedRounds(runs(53, 30, 60), runs(38, 42, 60))).toEqual([1]);
-    expect(disturbedRounds(runs(53, 60), runs(38, 42))).toEqual([]);
-    expect(disturbedRounds(undefined, runs(38, 42))).toEqual([]);
+  it('finds the rounds whose bare proxy was slowed: the floor or a Tollgate, which do more, read less than it', () => {
+    const bare = runs(38, 42, 60);
+    expect(disturbedRounds([runs(53, 30, 60)], bare)).toEqual([1]);
+    // Any of them: here a Tollgate in round 1, the floor in round 3.
+    expect(disturbedRounds([runs(53, 60, 59), runs(30, 110, 130)], bare)).toEqual([0, 2]);
+    expect(disturbedRounds([runs(53, 60, 61), runs(100, 110, 130)], bare)).toEqual([]);
+    expect(disturbedRounds([], bare)).toEqual([]);
   });
 
   it('leaves such rounds out, says which, and gives no reading when none is left', () => {
     // Round 2's bare proxy was slowed: its 1.1× flattered Tollgate, and without it every round is over.
-    expect(cpuVerdict([2.5, 1.1, 2.9], 2, [1])).toBe('not met (left out: round 2, the floor under the bare proxy)');
-    expect(cpuVerdict([1.5, 2.4, 1.9], 2, [1])).toBe('met (left out: round 2, the floor under the bare proxy)');
-    expect(cpuVerdict([1.5, 1.2, 2.4, 1.1], 2, [1, 3])).toBe('unclear: rounds 1.50–2.40× (left out: rounds 2, 4, the floor under the bare proxy)');
-    expect(cpuVerdict([1.5, 1.2], 2, [0, 1])).toBe('no reading: the floor read under the bare proxy in every round');
+    expect(cpuVerdict([2.5, 1.1, 2.9], 2, [1])).toBe('not met (left out: round 2: the floor or a Tollgate read under the bare proxy)');
+    expect(cpuVerdict([1.5, 2.4, 1.9], 2, [1])).toBe('met (left out: round 2: the floor or a Tollgate read under the bare proxy)');
+    expect(cpuVerdict([1.5, 1.2, 2.4, 1.1], 2, [1, 3])).toBe(
+      'unclear: rounds 1.50–2.40× (left out: rounds 2, 4: the floor or a Tollgate read under the bare proxy)',
+    );
+    expect(cpuVerdict([1.5, 1.2], 2, [0, 1])).toBe('no reading: the floor or a Tollgate read under the bare proxy in every round');
   });
 
   it("calls the latency row unclear when the bare proxy's p99 is above Tollgate's by more than the target", () => {

@@ -15,13 +15,12 @@ export function latencyVerdict(l) {
 }
 
 /**
- * The rounds (0-based) in which the bare proxy's own figure cannot be trusted: the floor proxy, which does
- * everything the bare proxy does and more, read less CPU a request than it in the same round, so something
- * else on the machine slowed the bare proxy's turn. Empty without a floor row.
+ * The rounds (0-based) in which the bare proxy's own figure cannot be trusted: a proxy that does all it
+ * does and more (the floor proxy, any Tollgate) read less CPU a request than it in the same round, so
+ * something else on the machine slowed the bare proxy's turn. `fullerRuns`: each such proxy's rounds.
  */
-export function disturbedRounds(floorRuns, bareRuns) {
-  if (!floorRuns) return [];
-  return floorRuns.flatMap((r, i) => (r.cpuUs < bareRuns[i].cpuUs ? [i] : []));
+export function disturbedRounds(fullerRuns, bareRuns) {
+  return bareRuns.flatMap((bare, i) => (fullerRuns.some((runs) => runs[i].cpuUs < bare.cpuUs) ? [i] : []));
 }
 
 /**
@@ -36,8 +35,10 @@ export function cpuVerdict(ratioRounds, target, leftOut) {
   if (target === undefined) return undefined;
   const judged = ratioRounds.filter((_, i) => !leftOut.includes(i));
   const note =
-    leftOut.length === 0 ? '' : ` (left out: round${leftOut.length > 1 ? 's' : ''} ${leftOut.map((i) => i + 1).join(', ')}, the floor under the bare proxy)`;
-  if (judged.length === 0) return `no reading: the floor read under the bare proxy in every round`;
+    leftOut.length === 0
+      ? ''
+      : ` (left out: round${leftOut.length > 1 ? 's' : ''} ${leftOut.map((i) => i + 1).join(', ')}: the floor or a Tollgate read under the bare proxy)`;
+  if (judged.length === 0) return `no reading: the floor or a Tollgate read under the bare proxy in every round`;
   const over = judged.filter((x) => x > target).length;
   if (over === 0) return `met${note}`;
   if (over === judged.length) return `not met${note}`;
