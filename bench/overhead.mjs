@@ -22,7 +22,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { nodeFlagsOf, nodeFlagsOption, parseOptions } from './lib/cli-options.mjs';
+import { nodeFlagsOf, nodeFlagsOption, parseOptions, warmupMsOf, warmupSecondsOption } from './lib/cli-options.mjs';
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK, serversCpuReading, serversCpuSpent } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop, warmUp } from './lib/load.mjs';
@@ -36,7 +36,7 @@ const options = {
   requests: { type: 'string', default: '3000' },
   warmup: { type: 'string', default: '20000' },
   // and for at least this long (s; default: the settlement window and 2 s more)
-  'warmup-s': { type: 'string' },
+  ...warmupSecondsOption,
   concurrency: { type: 'string', default: '16' },
   rounds: { type: 'string', default: '3' },
   modes: { type: 'string', default: 'json,sse' },
@@ -130,11 +130,9 @@ if (opt.soak) {
 
 const REQUESTS = num('requests', { min: 1 });
 const WARMUP = num('warmup');
-// A Tollgate under load reaches its steady state only once the first answers' settlement window has
-// passed: from then on each request also expires a settling hold, code that first runs then, and V8
-// compiles it (and re-optimises what it inlines into) in whatever round is under way. A warm-up of
-// 20,000 requests took ~4 s, and the JIT was ~4 % of a measured stream's CPU (perf, twentieth session).
-const WARMUP_MS = opt['warmup-s'] === undefined ? WINDOW_MS + 2000 : num('warmup-s', { integer: false }) * 1000;
+// Why a duration as well as a count: warmUp in lib/load.mjs (20,000 requests took ~4 s, less than the
+// settlement window, and the JIT was ~4 % of a measured stream's CPU: perf, twentieth session).
+const WARMUP_MS = warmupMsOf(opt, die);
 const CONCURRENCY = num('concurrency', { min: 1, max: 1000 });
 const ROUNDS = num('rounds', { min: 1 });
 const MODES = list('modes', ['json', 'sse']);
