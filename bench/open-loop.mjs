@@ -7,7 +7,7 @@
 //
 //   npm run build && node bench/open-loop.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
 //                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR] [--profile DIR] [--gc]
-//                                             [--alloc DIR]
+//                                             [--alloc DIR] [--perf DIR]
 //
 // --gc: what each process's garbage collector did in its rounds (v8.GCProfiler, through the probe): the
 // bytes a request allocated in the young generation and those that outlived it into the old one, the
@@ -18,11 +18,17 @@
 // and by area (V8's sampling heap profiler, through the probe, around each of its rounds; one .heapprofile a
 // round in DIR, which Chrome's DevTools opens). Allocation is what fills the young generation: the fewer
 // bytes a request, the fewer scavenges (bench/README.md, tenth session). The profiler slows the rounds.
+//
+// --perf DIR: each measured round of the bare proxy and each Tollgate recorded by Linux perf (every thread,
+// the kernel included; one .data file a round in DIR), then each process's CPU a request by area and
+// function, and each Tollgate's areas against the bare proxy's, as `overhead.mjs --perf` gives them at
+// saturation: where the CPU goes at a moderate rate, where turns and commits carry few requests.
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runOpenLoop, warmUp } from './lib/load.mjs';
-import { addAllocations, allocationReport, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
+import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
+import { addAllocations, allocationReport, compareAreas, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions, warmupMsOf, warmupSecondsOption } from './lib/cli-options.mjs';
 import { root, startBare } from './lib/targets.mjs';
 
@@ -38,6 +44,8 @@ const opt = parseOptions('open-loop', {
   profile: { type: 'string' },
   gc: { type: 'boolean', default: false },
   alloc: { type: 'string' },
+  // each measured round recorded by Linux perf, one .data file a round in DIR
+  perf: { type: 'string' },
   ...buildOptions,
 });
 const die = dieAs('open-loop');
@@ -67,6 +75,20 @@ async function addAlloc(p, round, requests) {
   p.alloc ??= { totals: emptyTotals(), requests: 0 };
   addAllocations(p.alloc.totals, JSON.parse(readFileSync(file, 'utf8')), root);
   p.alloc.requests += requests;
+}
+
+/** --perf: each recorded process's CPU a request by area and function, and each Tollgate's areas against the bare proxy's. */
+async function printPerf(proxies, bare) {
+  process.stdout.write(`\nwhere the CPU went (--perf; the recordings are in ${perfDir}):\n`);
+  const runs = [];
+  for (const p of proxies) {
+    if (!p.perfRounds) continue;
+    const totals = await addPerfSamples(emptyTotals(), p.perfRounds.files, root);
+    runs.push({ p, totals, requests: p.perfRounds.requests });
+    process.stdout.write(`\n${perfReport(p.label, totals, p.perfRounds.requests)}`);
+  }
+  const b = runs.find((r) => r.p === bare);
+  for (const r of runs) if (b && r !== b) process.stdout.write(`[${r.p.label} against bare] ${compareAreas('perf, µs a request by area', b, r, 22)}\n`);
 }
 
 /** After a full collection's pause, the requests sent this long after it still wait behind its backlog. */
@@ -139,12 +161,19 @@ let profiled;
 const profileDir = opt.profile === undefined ? undefined : path.resolve(opt.profile);
 const allocDir = opt.alloc === undefined ? undefined : path.resolve(opt.alloc);
 if (allocDir) mkdirSync(allocDir, { recursive: true });
+const perfDir = opt.perf === undefined ? undefined : path.resolve(opt.perf);
+if (perfDir) {
+  const found = findPerf();
+  if (!found.ok) die(found.message);
+  mkdirSync(perfDir, { recursive: true });
+}
+const perf = Boolean(perfDir);
 
 try {
   const { tmp, upstreamUrl } = await setUp('open-loop', { cpus: pin?.others });
   const loadPool = { connections: 16 };
-  const bare = await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy, profileDir, tag: 'openloop' });
-  const tollgates = await startBuilds(opt, baseline, { tag: 'openloop', upstreamUrl, tmp, loadPool, cpus: pin?.proxy, profileDir });
+  const bare = await startBare({ upstreamUrl, loadPool, cpus: pin?.proxy, profileDir, tag: 'openloop', perf });
+  const tollgates = await startBuilds(opt, baseline, { tag: 'openloop', upstreamUrl, tmp, loadPool, cpus: pin?.proxy, profileDir, perf });
   const proxies = [bare, ...tollgates];
   profiled = proxies.filter((p) => p.profile).map((p) => ({ mode: opt.mode, label: p.label, bare: p === bare, file: p.profile, windows: (p.windows = []) }));
   for (const p of proxies) {
@@ -170,9 +199,16 @@ try {
       const from = process.hrtime.bigint() / 1000n; // µs on the clock of a .cpuprofile's samples
       if (opt.gc) await probe(p.child, 'gc-start');
       if (allocDir) await probe(p.child, 'alloc-start');
+      const perfFile = perfDir && path.join(perfDir, `${p.id.replaceAll(':', '-')}-round${round}.data`);
+      const recording = perfFile && (await recordPerf(p.child.pid, perfFile));
       const c0 = (await p.cpu()).us;
       const run = await runOpenLoop(p, opt.mode, RATE, SECONDS);
       const cpu = ((await p.cpu()).us - c0) / run.latencies.length;
+      if (recording) {
+        await recording.stop();
+        (p.perfRounds ??= { files: [], requests: 0 }).files.push(perfFile);
+        p.perfRounds.requests += run.latencies.length;
+      }
       const gc = opt.gc ? (await probe(p.child, 'gc-stop')).gc : undefined;
       addGc(p, gc, run.latencies.length);
       if (gc) addFullGcLatencies(p, run, gc.fullWindows ?? []);
@@ -219,6 +255,7 @@ try {
     process.stdout.write(`\nallocations over the rounds (--alloc; the profiles are in ${allocDir}):\n`);
     for (const p of proxies) if (p.alloc) process.stdout.write(`\n${allocationReport(p.label, p.alloc.totals, p.alloc.requests)}`);
   }
+  if (perfDir) await printPerf(proxies, bare);
   const behind = Math.max(...rows.map((r) => r.behind));
   if (behind > 5) process.stdout.write(`\nwarning: the load generator fell up to ${behind.toFixed(1)} ms behind its schedule\n`);
   for (const p of tollgates) {

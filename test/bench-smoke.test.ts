@@ -240,6 +240,29 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     120_000,
   );
 
+  it.runIf(perf)(
+    'open loop with --perf: records each measured round with perf and tells where the CPU went at that rate, Tollgate against the bare proxy',
+    async () => {
+      const perfDir = join(dir, 'perf-open-loop');
+      const { code, out } = await runBench(['--rate', '200', '--seconds', '0.5', '--rounds', '2', '--warmup-s', '0.2', '--perf', perfDir], 120_000, OPEN_LOOP);
+      expect(code, out).toBe(0);
+      for (const label of ['bare', 'tollgate sqlite']) {
+        const m = new RegExp(`\\[${label}\\] perf: ([\\d.,]+) µs of CPU a request \\(200 requests, every thread\\)`).exec(out);
+        expect(m && figure(m[1]) > 0, out).toBe(true);
+      }
+      const rows = tableRows(out, '[tollgate sqlite against bare]').slice(1);
+      expect(
+        rows.some((r) => r[3]?.startsWith('tollgate dist/')),
+        out,
+      ).toBe(true);
+      for (const [bare, tollgate] of rows) expect(figure(bare) >= 0 && figure(tollgate) >= 0, out).toBe(true);
+      // One recording a process and round.
+      expect(readdirSync(perfDir).sort()).toEqual(['bare-round1.data', 'bare-round2.data', 'tollgate-sqlite-round1.data', 'tollgate-sqlite-round2.data']);
+      expect(out).toMatch(/ledger check \(tollgate sqlite\): \d+ requests, .* OK/);
+    },
+    120_000,
+  );
+
   it.runIf(callgrind)(
     'instructions: counts what the bare proxy and Tollgate execute a request under callgrind, and passes its ledger check',
     async () => {

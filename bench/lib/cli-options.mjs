@@ -88,7 +88,7 @@ export function checkBuildOptions(opt, die) {
  * A paid Tollgate of this build in `opt.deployment` and, with a baseline, one of that build: each its own
  * ledger (a PostgreSQL database and Redis prefix named after `tag`, dropped at the end, on postgres-redis).
  */
-export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPool, cpus, profileDir }) {
+export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPool, cpus, profileDir, perf = false }) {
   const nodeFlags = nodeFlagsOf(opt);
   const targets = [];
   for (const build of [undefined, ...(baseline ? [baseline] : [])]) {
@@ -108,6 +108,7 @@ export async function startBuilds(opt, baseline, { tag, upstreamUrl, tmp, loadPo
         cpus,
         baseline: build,
         profileDir,
+        perf,
         tag,
         windowMs: Number(opt['window-ms']),
         nodeFlags: build ? [] : nodeFlags,
