@@ -39,6 +39,17 @@ export interface WrittenCommit {
 export interface CommitWriter {
   /** Writes `charges` (in id order) as one commit, dropping journal entries `journaled` (by sequence number). */
   write(db: Kysely<Database>, charges: readonly Charge[], journaled: readonly number[]): Promise<WrittenCommit>;
+  /**
+   * Runs the statements `write` runs for `charges`, in a transaction rolled back at the end: throws
+   * what they throw, and leaves nothing. A failure only a COMMIT meets (a full disk, on SQLite) does
+   * not show: the ledger asks this only of errors about a charge's values (charge-refused.ts).
+   */
+  rehearse(db: Kysely<Database>, charges: readonly Charge[]): Promise<void>;
+}
+
+/** Thrown inside a rehearsal's transaction to roll it back; never seen outside a commit writer. */
+export class RolledBack extends Error {
+  override readonly name = 'RolledBack';
 }
 
 /** The generations table's columns, in the order `generationValues` gives them. */

@@ -28,6 +28,7 @@ import type {
 } from './ledger.js';
 import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
+import { isValueRefusal } from './charge-refused.js';
 import { periodKeys, type LimitReset } from './periods.js';
 import { postgresCommitWriter } from './postgres-commit-writer.js';
 import { journalTableRows } from './journal-table-rows.js';
@@ -696,10 +697,11 @@ export class KyselyLedger implements Ledger {
   /**
    * Writes a batch to the tables in one transaction and marks its charges recorded (and durable).
    * When the transaction fails, the charges are tried one by one, so that one charge the database
-   * refuses cannot hold back the others: a charge refused while others in its batch were written is
-   * retried a few times, then set aside (out of the journal too) and reported. When none could be
-   * written the database is failing: the batch is kept whole (it throws). `onWritten` is told the ids
-   * of each transaction that went through, before their charges' promises resolve.
+   * refuses cannot hold back the others: a charge refused while others in its batch were written, or
+   * refused alone while the database takes other writes (refusesOnly), is retried a few times, then
+   * set aside (out of the journal too) and reported. Otherwise the database is failing: the batch is
+   * kept whole (it throws). `onWritten` is told the ids of each transaction that went through, before
+   * their charges' promises resolve.
    */
   private async writeToTables(batch: Queued[], onWritten?: (ids: string[]) => void): Promise<Queued[]> {
     const done = (q: Queued) => {
@@ -717,23 +719,30 @@ export class KyselyLedger implements Ledger {
       return [];
     } catch (err) {
       // The database does not answer: trying the charges one by one would only wait longer. Keep them all.
-      if (batch.length === 1 || isLedgerUnavailable(err)) throw err;
+      if (isLedgerUnavailable(err)) throw err;
       batchError = err;
     }
     const failed: Queued[] = [];
-    let lastError: unknown;
-    for (const q of batch) {
-      try {
-        await this.writeTransaction([q]);
-        committed([q]);
-      } catch (err) {
-        lastError = err;
-        failed.push(q);
+    const errors: unknown[] = [];
+    // A lone charge was tried alone already.
+    if (batch.length === 1) {
+      failed.push(...batch);
+      errors.push(batchError);
+    } else
+      for (const q of batch) {
+        try {
+          await this.writeTransaction([q]);
+          committed([q]);
+        } catch (err) {
+          errors.push(err);
+          failed.push(q);
+        }
       }
-    }
-    // Nothing could be written: the database is failing (down, full, …), not one charge. Keep them all.
-    if (failed.length === batch.length) throw lastError;
-    // Some went through one by one: the group commit itself failed (a deadlock, a refused charge); say so.
+    const lastError = errors.at(-1);
+    // Nothing could be written: the database is failing (down, full, …) unless it refuses these charges
+    // only. Then keep them all.
+    if (failed.length === batch.length && !(await this.refusesOnly(errors, failed))) throw lastError;
+    // Some went through one by one, or the database refuses only these: say so.
     this.options.onFlushError?.(batchError);
     const retry: Queued[] = [];
     const setAside = new Map<JournalEntry, boolean>(); // and whether setting its charges aside completed it
@@ -765,6 +774,43 @@ export class KyselyLedger implements Ledger {
       }
     }
     return retry;
+  }
+
+  /**
+   * Whether the database refuses just the charges `failed` (none of which could be written, each for
+   * its error in `errors`) and takes other writes: every error is about the values written
+   * (charge-refused.ts), and a charge of nothing for the first one's account and key, written and
+   * rolled back, goes through. So a charge alone (no traffic beside it to show that the database takes
+   * writes) that the database refuses is set aside after its tries, as one in a batch is; while the
+   * database refuses every write (a trigger, a bad migration, a full disk), nothing is set aside.
+   */
+  private async refusesOnly(errors: readonly unknown[], failed: readonly Queued[]): Promise<boolean> {
+    const first = failed[0]?.charge;
+    if (!first || !errors.every(isValueRefusal)) return false;
+    const nothing: Charge = {
+      id: `gen-probe-${randomUUID()}`,
+      accountId: first.accountId,
+      keyHash: first.keyHash,
+      model: 'probe',
+      provider: 'probe',
+      tokensPrompt: 0,
+      tokensCompletion: 0,
+      totalCost: 0n,
+      byokUsage: 0n,
+      isByok: false,
+      streamed: false,
+      cancelled: false,
+      finishReason: null,
+      usageSource: null,
+      createdAt: Date.now(),
+      latencyMs: 0,
+    };
+    try {
+      await this.writer.rehearse(this.db, [nothing]);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /**
