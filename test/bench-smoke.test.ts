@@ -49,6 +49,26 @@ function tableRows(out: string, first: string): string[][] {
 
 const figure = (cell: string | undefined) => Number((cell ?? '').replace(/[,×]/g, ''));
 
+/**
+ * A --perf report in `out`: each process's CPU a request (overhead.mjs names the mode first, `[json]`;
+ * open-loop.mjs runs one and says how many requests it read), and Tollgate's areas against the bare
+ * proxy's, its own code among them.
+ */
+function expectPerfReport(out: string, mode: 'json' | undefined, requests?: number): void {
+  const before = mode ? `\\[${mode}\\] ` : '';
+  const after = requests === undefined ? '' : ` \\(${requests} requests, every thread\\)`;
+  for (const label of ['bare', 'tollgate sqlite']) {
+    const m = new RegExp(`${before}\\[${label}\\] perf: ([\\d.,]+) µs of CPU a request${after}`).exec(out);
+    expect(m && figure(m[1]) > 0, out).toBe(true);
+  }
+  const rows = tableRows(out, `[${mode ? `${mode} ` : ''}tollgate sqlite against bare]`).slice(1);
+  expect(
+    rows.some((r) => r[3]?.startsWith('tollgate dist/')),
+    out,
+  ).toBe(true);
+  for (const [bare, tollgate] of rows) expect(figure(bare) >= 0 && figure(tollgate) >= 0, out).toBe(true);
+}
+
 /** Whether Linux perf is installed and may record here (bench --perf): a recording of `true`. */
 function perfRecords(): boolean {
   const out = join(tmpdir(), `tollgate-perf-probe-${process.pid}.data`);
@@ -223,17 +243,7 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
         120_000,
       );
       expect(code, out).toBe(0);
-      for (const label of ['bare', 'tollgate sqlite']) {
-        const m = new RegExp(`\\[json\\] \\[${label}\\] perf: ([\\d.,]+) µs of CPU a request`).exec(out);
-        expect(m && figure(m[1]) > 0, out).toBe(true);
-      }
-      // Tollgate's own code is among the areas, and the comparison with the bare proxy is printed.
-      const rows = tableRows(out, '[json tollgate sqlite against bare]').slice(1);
-      expect(
-        rows.some((r) => r[3]?.startsWith('tollgate dist/')),
-        out,
-      ).toBe(true);
-      for (const [bare, tollgate] of rows) expect(figure(bare) >= 0 && figure(tollgate) >= 0, out).toBe(true);
+      expectPerfReport(out, 'json');
       expect(readdirSync(perfDir).sort()).toEqual(['json-bare-round1.data', 'json-tollgate-sqlite-round1.data']);
       expect(out).toMatch(/ledger check \(json, tollgate sqlite\): \d+ requests, .* OK/);
     },
@@ -246,16 +256,7 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
       const perfDir = join(dir, 'perf-open-loop');
       const { code, out } = await runBench(['--rate', '200', '--seconds', '0.5', '--rounds', '2', '--warmup-s', '0.2', '--perf', perfDir], 120_000, OPEN_LOOP);
       expect(code, out).toBe(0);
-      for (const label of ['bare', 'tollgate sqlite']) {
-        const m = new RegExp(`\\[${label}\\] perf: ([\\d.,]+) µs of CPU a request \\(200 requests, every thread\\)`).exec(out);
-        expect(m && figure(m[1]) > 0, out).toBe(true);
-      }
-      const rows = tableRows(out, '[tollgate sqlite against bare]').slice(1);
-      expect(
-        rows.some((r) => r[3]?.startsWith('tollgate dist/')),
-        out,
-      ).toBe(true);
-      for (const [bare, tollgate] of rows) expect(figure(bare) >= 0 && figure(tollgate) >= 0, out).toBe(true);
+      expectPerfReport(out, undefined, 200);
       // One recording a process and round.
       expect(readdirSync(perfDir).sort()).toEqual(['bare-round1.data', 'bare-round2.data', 'tollgate-sqlite-round1.data', 'tollgate-sqlite-round2.data']);
       expect(out).toMatch(/ledger check \(tollgate sqlite\): \d+ requests, .* OK/);
