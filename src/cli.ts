@@ -11,6 +11,7 @@ import { chargesInLog } from './ledger/charge-record.js';
 import { csv, present } from './cli/present.js';
 import { startGateway, type Gateway } from './main.js';
 import { limitHeapGrowth } from './observability/heap-growth.js';
+import { settledWithin } from './settled-within.js';
 
 /** A database URL without its password, for messages. */
 const redactUrl = (url: string) => url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
@@ -318,6 +319,17 @@ program
       // A generation already in the ledger is not charged again, so a replay can be repeated safely.
       for (const c of charges) void gw.ledger.charge(c);
       await gw.ledger.flush();
+      // A charge the database refused is queued again for its next try, and set aside after its last: each
+      // is waited for (up to the shutdown deadline), then looked for in the tables.
+      const ms = gw.config.ledger.shutdown_deadline_ms;
+      const settled = await Promise.all(charges.map((c) => settledWithin(gw.ledger.recorded(c.id), ms)));
+      const found = await Promise.all(charges.map((c, i) => (settled[i] ? gw.ledger.getGeneration(c.id) : undefined)));
+      const missing = charges.filter((_, i) => found[i] === undefined).map((c) => c.id);
+      if (missing.length > 0)
+        throw new Error(
+          `${missing.length} of ${charges.length} charges could not be written (${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}); ` +
+            'the database refused them or did not answer within ledger.shutdown_deadline_ms; the log still holds them',
+        );
       return { charges: charges.length };
     }),
   );

@@ -211,4 +211,36 @@ describe('issue 7 item 8: SIGTERM loses nothing, and exits promptly', () => {
       await Promise.all([client.destroy(), upstream.stop()]);
     }
   });
+
+  it('a replay the database refuses a charge of exits non-zero, naming it, rather than reporting it written', { timeout: 30_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-replay-'));
+    const config = writeYaml(dir, serveYaml(join(dir, 'ledger.db'), 'http://127.0.0.1:9'));
+    const charge = {
+      id: 'gen-replay-refused',
+      accountId: 'acct_replay',
+      keyHash: 'k'.repeat(64),
+      model: 's/m',
+      provider: 'up',
+      tokensPrompt: 1,
+      tokensCompletion: 1,
+      totalCost: String(2n ** 64n), // no BIGINT column holds it
+      byokUsage: '0',
+      isByok: false,
+      streamed: false,
+      cancelled: false,
+      finishReason: 'stop',
+      createdAt: Date.now(),
+      latencyMs: 5,
+    };
+    const logFile = join(dir, 'gateway.log');
+    writeFileSync(logFile, `${JSON.stringify({ level: 50, time: Date.now(), msg: 'unwritten charge', charge })}\n`);
+    const replay = await run(process.execPath, [CLI, 'ledger', 'replay', logFile, '--config', config, '--json']).then(
+      () => undefined,
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+    expect(replay?.code).toBe(1);
+    expect(replay?.stderr).toContain('1 of 1 charges could not be written (gen-replay-refused)');
+    expect(replay?.stdout).not.toContain('"charges"');
+    rmSync(dir, { recursive: true, force: true });
+  });
 });

@@ -1,25 +1,32 @@
+import { ArrayElementError } from './postgres-array.js';
+
 /**
- * The one place that decides whether a failed write of charges is about their values (a number out of
- * range, a constraint): the only failure after which the ledger asks whether the database refuses
- * just these charges (KyselyLedger: it rehearses a charge of nothing for the same account and key) and,
- * if so, sets them aside after a few tries. Any other failure (a full disk, an I/O error, a read-only
- * database, a server that does not answer) is the database's: the charges are kept and tried again,
- * never set aside.
+ * The one place that decides whether a failed write of charges failed on a value that could not be
+ * sent at all: bound by the driver, or cast to its column's type (a number out of range, a text too
+ * long), before any row or rule of the tables saw it. Only after such a failure does the ledger ask
+ * whether the database takes other charges of the same account and key (KyselyLedger rehearses one)
+ * and, if so, set the charge aside after a few tries. A constraint or a trigger is never taken for
+ * the charge's own fault (a rule that every charge breaks would look the same, and a rehearsal of
+ * another charge cannot tell them apart), nor is a full disk, an I/O error, a read-only database or a
+ * server that does not answer: those charges are kept and tried again.
  */
 
-/** SQLite result codes about the values written (extended codes start with these). */
-const SQLITE_VALUE_CODES = ['SQLITE_CONSTRAINT', 'SQLITE_MISMATCH', 'SQLITE_TOOBIG', 'SQLITE_RANGE'];
+/** SQLite result codes of a value that cannot be stored: too large, or of a type its column cannot take. */
+const SQLITE_VALUE_CODES = new Set(['SQLITE_TOOBIG', 'SQLITE_MISMATCH']);
 
-/** PostgreSQL SQLSTATE classes about the values written: 22 data exception, 23 integrity constraint violation. */
-const POSTGRES_VALUE_CLASS = /^2[23][0-9A-Z]{3}$/;
+/** PostgreSQL's SQLSTATE class 22, data exception: a value its column's type cannot hold (22003 numeric out of range, …). */
+const POSTGRES_DATA_EXCEPTION = /^22[0-9A-Z]{3}$/;
 
-/** Whether `err` says that the database, or its driver, refused the values written. */
+/** better-sqlite3's refusal to bind a value (a bigint past 64 bits, a string or buffer past SQLite's limit). */
+const UNBINDABLE = /^The bound string, buffer, or bigint is too big/;
+
+/** Whether `err` says that a value written could not be sent to its column. */
 export function isValueRefusal(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
-  // Thrown before the statement reached the database: a value the driver cannot bind (better-sqlite3:
-  // "The bound string, buffer, or bigint is too big"), or one the group commit's literals refuse.
-  if (err instanceof RangeError || err instanceof TypeError) return true;
+  if (err instanceof RangeError) return UNBINDABLE.test(err.message);
+  // The group commit's array literals refuse a value before the statement is sent (postgres-array.ts).
+  if (err instanceof ArrayElementError || (err instanceof TypeError && err.cause instanceof ArrayElementError)) return true;
   const code = (err as { code?: unknown }).code;
   if (typeof code !== 'string') return false;
-  return SQLITE_VALUE_CODES.some((c) => code === c || code.startsWith(`${c}_`)) || POSTGRES_VALUE_CLASS.test(code);
+  return SQLITE_VALUE_CODES.has(code) || POSTGRES_DATA_EXCEPTION.test(code);
 }

@@ -41,8 +41,10 @@ export interface CommitWriter {
   write(db: Kysely<Database>, charges: readonly Charge[], journaled: readonly number[]): Promise<WrittenCommit>;
   /**
    * Runs the statements `write` runs for `charges`, in a transaction rolled back at the end: throws
-   * what they throw, and leaves nothing. A failure only a COMMIT meets (a full disk, on SQLite) does
-   * not show: the ledger asks this only of errors about a charge's values (charge-refused.ts).
+   * what they throw, and leaves nothing. A failure only a COMMIT meets does not show (a full disk, on
+   * SQLite, where the WAL is written at COMMIT; PostgreSQL's deferred constraints are made immediate
+   * for it): the ledger rehearses a charge only to learn whether an account and key take charges after
+   * another charge failed on a value it could not send (charge-refused.ts).
    */
   rehearse(db: Kysely<Database>, charges: readonly Charge[]): Promise<void>;
 }

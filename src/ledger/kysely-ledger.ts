@@ -697,11 +697,12 @@ export class KyselyLedger implements Ledger {
   /**
    * Writes a batch to the tables in one transaction and marks its charges recorded (and durable).
    * When the transaction fails, the charges are tried one by one, so that one charge the database
-   * refuses cannot hold back the others: a charge refused while others in its batch were written, or
-   * refused alone while the database takes other writes (refusesOnly), is retried a few times, then
-   * set aside (out of the journal too) and reported. Otherwise the database is failing: the batch is
-   * kept whole (it throws). `onWritten` is told the ids of each transaction that went through, before
-   * their charges' promises resolve.
+   * refuses cannot hold back the others: a charge refused while others in its batch were written, or,
+   * when none was, refused for its values while its account and key take other charges (refusedAlone),
+   * is retried a few times, then set aside (out of the journal too) and reported. A charge that none
+   * of that shows the database refuses on its own is kept and retried without counting a try; when
+   * that is every charge, the database is failing and the batch is kept whole (it throws). `onWritten`
+   * is told the ids of each transaction that went through, before their charges' promises resolve.
    */
   private async writeToTables(batch: Queued[], onWritten?: (ids: string[]) => void): Promise<Queued[]> {
     const done = (q: Queued) => {
@@ -738,20 +739,22 @@ export class KyselyLedger implements Ledger {
           failed.push(q);
         }
       }
-    const lastError = errors.at(-1);
-    // Nothing could be written: the database is failing (down, full, …) unless it refuses these charges
-    // only. Then keep them all.
-    if (failed.length === batch.length && !(await this.refusesOnly(errors, failed))) throw lastError;
-    // Some went through one by one, or the database refuses only these: say so.
+    // Which of them the database refuses on their own (each try counts): all of them when others were
+    // written; when none was (a lone charge, or a batch all refused), those refusedAlone finds.
+    const refused = failed.length < batch.length ? failed.map(() => true) : await this.refusedAlone(failed, errors);
+    // Nothing could be written and nothing says why but the database: it is failing (down, full, a rule
+    // that refuses every charge). Keep them all.
+    if (!refused.includes(true)) throw errors.at(-1);
+    // Some went through one by one, or the database refuses some of these only: say so.
     this.options.onFlushError?.(batchError);
     const retry: Queued[] = [];
     const setAside = new Map<JournalEntry, boolean>(); // and whether setting its charges aside completed it
     const setAsideIds: string[] = [];
-    for (const q of failed) {
-      q.attempts += 1;
+    for (const [i, q] of failed.entries()) {
+      if (refused[i]) q.attempts += 1;
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
-        this.tell(() => this.options.onChargeRejected?.(lastError, q.charge));
+        this.tell(() => this.options.onChargeRejected?.(errors[i], q.charge));
         this.unpend(q.charge);
         if (q.entry) {
           const completed = q.entry.done([q.charge]);
@@ -777,36 +780,50 @@ export class KyselyLedger implements Ledger {
   }
 
   /**
-   * Whether the database refuses just the charges `failed` (none of which could be written, each for
-   * its error in `errors`) and takes other writes: every error is about the values written
-   * (charge-refused.ts), and a charge of nothing for the first one's account and key, written and
-   * rolled back, goes through. So a charge alone (no traffic beside it to show that the database takes
-   * writes) that the database refuses is set aside after its tries, as one in a batch is; while the
-   * database refuses every write (a trigger, a bad migration, a full disk), nothing is set aside.
+   * Which of the charges `failed` (none of which could be written, each for its error in `errors`; no
+   * other charge beside them was) the database refuses on their own, and not every charge: one whose
+   * value could not even be sent (charge-refused.ts: bound, or cast to its column) while a charge of
+   * one nanocredit for its account and key, written and rolled back (rehearse), goes through. So a
+   * charge alone that the database refuses is set aside after its tries, as one in a batch is; while
+   * the database refuses every write of an account or key (a rule, a trigger, a full disk), none of
+   * theirs is.
    */
-  private async refusesOnly(errors: readonly unknown[], failed: readonly Queued[]): Promise<boolean> {
-    const first = failed[0]?.charge;
-    if (!first || !errors.every(isValueRefusal)) return false;
-    const nothing: Charge = {
+  private async refusedAlone(failed: readonly Queued[], errors: readonly unknown[]): Promise<boolean[]> {
+    const takes = new Map<string, Promise<boolean>>(); // by account and key: one rehearsal each
+    return Promise.all(
+      failed.map((q, i) => {
+        if (!isValueRefusal(errors[i])) return false;
+        const { accountId, keyHash } = q.charge;
+        const key = `${accountId}\n${keyHash}`;
+        let rehearsed = takes.get(key);
+        if (!rehearsed) takes.set(key, (rehearsed = this.takesACharge(accountId, keyHash)));
+        return rehearsed;
+      }),
+    );
+  }
+
+  /** Whether a charge of one nanocredit for this account and key goes through (rehearsed: written and rolled back). */
+  private async takesACharge(accountId: string, keyHash: string): Promise<boolean> {
+    const probe: Charge = {
       id: `gen-probe-${randomUUID()}`,
-      accountId: first.accountId,
-      keyHash: first.keyHash,
+      accountId,
+      keyHash,
       model: 'probe',
       provider: 'probe',
-      tokensPrompt: 0,
-      tokensCompletion: 0,
-      totalCost: 0n,
+      tokensPrompt: 1,
+      tokensCompletion: 1,
+      totalCost: 1n,
       byokUsage: 0n,
       isByok: false,
       streamed: false,
       cancelled: false,
-      finishReason: null,
-      usageSource: null,
+      finishReason: 'stop',
+      usageSource: 'upstream',
       createdAt: Date.now(),
-      latencyMs: 0,
+      latencyMs: 1,
     };
     try {
-      await this.writer.rehearse(this.db, [nothing]);
+      await this.writer.rehearse(this.db, [probe]);
       return true;
     } catch {
       return false;
@@ -1098,7 +1115,9 @@ export class KyselyLedger implements Ledger {
       );
       const ok = await Promise.race([attempt, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), left)))]);
       clearTimeout(timer);
-      if (!ok && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(retryDelay, deadline - Date.now())));
+      // A try that failed, or left charges queued (one the database refused goes back, its try counted),
+      // is followed by the retry's wait: tries of a refused charge as far apart as while serving.
+      if ((!ok || notDurable()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(retryDelay, deadline - Date.now())));
     }
     // Journaled charges: one more try at the tables within the deadline; what stays there is durable,
     // and the next start applies it (recoverJournal).

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { GENERATION_COLUMNS, generationValues, RolledBack, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import { periodKeys } from './periods.js';
@@ -159,6 +159,8 @@ export const postgresCommitWriter: CommitWriter = {
     const params = commitParams(charges);
     try {
       await db.transaction().execute(async (trx) => {
+        // A deferred constraint would otherwise be checked only at a COMMIT the rehearsal never reaches.
+        await sql`SET CONSTRAINTS ALL IMMEDIATE`.execute(trx);
         await trx.executeQuery(groupCommit(params));
         throw new RolledBack();
       });
