@@ -60,6 +60,9 @@ async function withGateway<T>(o: VerbOptions, fn: (gw: Gateway) => Promise<T>): 
   }
 }
 
+/** How many charges `ledger replay` looks for in the tables at once. */
+const REPLAY_READS = 8;
+
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 const program = new Command('tollgate')
   .description('Self-hosted inference-routing gateway with OpenRouter-style usage limits')
@@ -320,15 +323,21 @@ program
       for (const c of charges) void gw.ledger.charge(c);
       await gw.ledger.flush();
       // A charge the database refused is queued again for its next try, and set aside after its last: each
-      // is waited for (up to the shutdown deadline), then looked for in the tables.
+      // is waited for (up to the shutdown deadline), then looked for in the tables, a few at a time (each
+      // read holds a connection of the pool).
       const ms = gw.config.ledger.shutdown_deadline_ms;
       const settled = await Promise.all(charges.map((c) => settledWithin(gw.ledger.recorded(c.id), ms)));
-      const found = await Promise.all(charges.map((c, i) => (settled[i] ? gw.ledger.getGeneration(c.id) : undefined)));
-      const missing = charges.filter((_, i) => found[i] === undefined).map((c) => c.id);
+      const missing: string[] = [];
+      for (let i = 0; i < charges.length; i += REPLAY_READS) {
+        const part = charges.slice(i, i + REPLAY_READS);
+        const found = await Promise.all(part.map((c, j) => (settled[i + j] ? gw.ledger.getGeneration(c.id) : undefined)));
+        for (const [j, c] of part.entries()) if (found[j] === undefined) missing.push(c.id);
+      }
       if (missing.length > 0)
         throw new Error(
-          `${missing.length} of ${charges.length} charges could not be written (${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}); ` +
-            'the database refused them or did not answer within ledger.shutdown_deadline_ms; the log still holds them',
+          `${missing.length} of ${charges.length} charges could not be written (${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}): ` +
+            'the database refused them or did not answer within ledger.shutdown_deadline_ms (on SQLite, one journaled meanwhile is ' +
+            'applied at the next start); the log still holds them, and replaying it again never charges one twice',
         );
       return { charges: charges.length };
     }),

@@ -500,12 +500,19 @@ for (const target of databaseTargets) {
       expect(await new KyselyLedger(db).recoverJournal()).toBe(0);
     });
 
-    it('sets aside a lone charge the database refuses while it takes other writes, with no traffic beside it; its rehearsal leaves nothing', async () => {
+    it('sets aside a lone charge that no column can hold, with no traffic beside it, naming what does not fit', async () => {
       const a = await newAccount();
       const hash = `h-lone-poison-${target.name}`;
       await newKey(a.id, hash);
       const rejected: string[] = [];
-      const guarded = new KyselyLedger(db, { onChargeRejected: (_e, c) => rejected.push(c.id), retryDelayMs: 60_000 });
+      const why: string[] = [];
+      const guarded = new KyselyLedger(db, {
+        onChargeRejected: (e, c) => {
+          rejected.push(c.id);
+          why.push(String((e as Error).message));
+        },
+        retryDelayMs: 60_000,
+      });
       const poison = charge(a.id, hash, 2n ** 64n); // cannot fit a BIGINT column
       const written = guarded.charge(poison);
       // Nothing else is written meanwhile: each flush tries the charge alone again. The first try does not
@@ -518,14 +525,12 @@ for (const target of databaseTargets) {
         await guarded.flush().catch(() => undefined);
       }
       expect(rejected).toEqual([poison.id]);
+      expect(why).toEqual([`generation ${poison.id}: total_cost ${2n ** 64n} is outside a 64-bit integer`]);
       expect(flushes).toBeGreaterThanOrEqual(3);
       expect(flushes).toBeLessThanOrEqual(5);
       await written; // settled: nothing waits for it any more
       expect(await ledger.getGeneration(poison.id)).toBeUndefined();
       expect((await ledger.getAccount(a.id))?.totalUsage).toBe(0n);
-      // The rehearsals (a charge of nothing, rolled back) left no row anywhere.
-      const probes = await db.selectFrom('generations').select('id').where('id', 'like', 'gen-probe-%').execute();
-      expect(probes).toEqual([]);
       expect(await db.selectFrom('spend_hourly').select('bucket').where('key_hash', '=', hash).execute()).toEqual([]);
       expect(await db.selectFrom('key_usage').select('period').where('key_hash', '=', hash).execute()).toEqual([]);
       // Set aside for good (logged for replay by onChargeRejected): no later start applies it.
@@ -574,19 +579,29 @@ for (const target of databaseTargets) {
       expect((await ledger.getAccount(a.id))?.totalUsage).toBe(3n);
     });
 
-    it('in a batch no charge of which could be written, sets aside the one refused for its value and keeps the one whose key the database refuses', async () => {
+    it('in a batch no charge of which could be written, sets aside the one no column can hold and keeps the one a rule of the tables refuses', async () => {
       const a = await newAccount();
       const [poisoned, ruled] = [`h-all-poison-${target.name}`, `h-all-ruled-${target.name}`];
       await newKey(a.id, poisoned);
       await newKey(a.id, ruled);
       await refuseKey(ruled);
       const rejected: string[] = [];
-      const guarded = new KyselyLedger(db, { onChargeRejected: (_e, c) => rejected.push(c.id), retryDelayMs: 60_000 });
+      const errors: unknown[] = [];
+      const guarded = new KyselyLedger(db, {
+        onChargeRejected: (e, c) => {
+          rejected.push(c.id);
+          errors.push(e);
+        },
+        retryDelayMs: 60_000,
+      });
       const poison = charge(a.id, poisoned, 2n ** 64n); // cannot fit a BIGINT column
       const kept = charge(a.id, ruled, 3n);
       const written = [guarded.charge(poison), guarded.charge(kept)]; // one batch
       for (let i = 0; i < 10 && rejected.length === 0; i++) await guarded.flush().catch(() => undefined);
       expect(rejected).toEqual([poison.id]);
+      // Reported with its own failure (what does not fit, and the database's error), not the other's rule.
+      expect(String((errors[0] as Error).message)).toContain('total_cost');
+      expect(String(((errors[0] as Error).cause as Error).message)).not.toMatch(/refuse|check constraint/);
       for (let i = 0; i < 5; i++) await guarded.flush().catch(() => undefined);
       expect(rejected).toEqual([poison.id]); // the other's tries did not count: it is kept
       expect(await ledger.getGeneration(kept.id)).toBeUndefined(); // not in the tables yet: kept, pending
@@ -615,6 +630,19 @@ for (const target of databaseTargets) {
         expect(rejected).toEqual([]);
       },
     );
+
+    it.runIf(target.name === 'postgres')('at shutdown, writes a backlog of several batches straight on, with no retry interval between them', async () => {
+      const a = await newAccount();
+      const hash = 'h-close-backlog';
+      await newKey(a.id, hash);
+      const own = openDatabase(url);
+      const closing = new KyselyLedger(own, { retryDelayMs: 60_000, shutdownDeadlineMs: 5_000 });
+      const backlog = Array.from({ length: 2_500 }, () => charge(a.id, hash, 1n)); // two group commits (MAX_BATCH 2,000)
+      for (const c of backlog) void closing.charge(c);
+      // A wait of a retry interval after the first would run past the deadline and answer 500 unwritten.
+      expect(await closing.close()).toEqual([]);
+      expect((await ledger.getAccount(a.id))?.totalUsage).toBe(2_500n);
+    });
 
     it('issue 7 item 9: writes a batch larger than one statement whole, each generation once, balances exact', async () => {
       const accounts = await Promise.all(Array.from({ length: 7 }, () => newAccount()));

@@ -39,19 +39,6 @@ export interface WrittenCommit {
 export interface CommitWriter {
   /** Writes `charges` (in id order) as one commit, dropping journal entries `journaled` (by sequence number). */
   write(db: Kysely<Database>, charges: readonly Charge[], journaled: readonly number[]): Promise<WrittenCommit>;
-  /**
-   * Runs the statements `write` runs for `charges`, in a transaction rolled back at the end: throws
-   * what they throw, and leaves nothing. A failure only a COMMIT meets does not show (a full disk, on
-   * SQLite, where the WAL is written at COMMIT; PostgreSQL's deferred constraints are made immediate
-   * for it): the ledger rehearses a charge only to learn whether an account and key take charges after
-   * another charge failed on a value it could not send (charge-refused.ts).
-   */
-  rehearse(db: Kysely<Database>, charges: readonly Charge[]): Promise<void>;
-}
-
-/** Thrown inside a rehearsal's transaction to roll it back; never seen outside a commit writer. */
-export class RolledBack extends Error {
-  override readonly name = 'RolledBack';
 }
 
 /** The generations table's columns, in the order `generationValues` gives them. */

@@ -28,7 +28,7 @@ import type {
 } from './ledger.js';
 import type { Nano } from './money.js';
 import { asLedgerError, isLedgerUnavailable, LedgerTimeout } from './ledger-unavailable.js';
-import { isValueRefusal } from './charge-refused.js';
+import { unwritableValue } from './unwritable-value.js';
 import { periodKeys, type LimitReset } from './periods.js';
 import { postgresCommitWriter } from './postgres-commit-writer.js';
 import { journalTableRows } from './journal-table-rows.js';
@@ -697,11 +697,11 @@ export class KyselyLedger implements Ledger {
   /**
    * Writes a batch to the tables in one transaction and marks its charges recorded (and durable).
    * When the transaction fails, the charges are tried one by one, so that one charge the database
-   * refuses cannot hold back the others: a charge refused while others in its batch were written, or,
-   * when none was, refused for its values while its account and key take other charges (refusedAlone),
-   * is retried a few times, then set aside (out of the journal too) and reported. A charge that none
-   * of that shows the database refuses on its own is kept and retried without counting a try; when
-   * that is every charge, the database is failing and the batch is kept whole (it throws). `onWritten`
+   * refuses cannot hold back the others. A failed charge counts a try when others in its batch were
+   * written (unless the database did not answer it), or, when none was, when one of its own values no
+   * column can hold (unwritableValue); after its last try it is set aside (out of the journal too) and
+   * reported. Any other failed charge is kept and retried without counting a try; when that is every
+   * charge of the batch, the database is failing and the batch is kept whole (it throws). `onWritten`
    * is told the ids of each transaction that went through, before their charges' promises resolve.
    */
   private async writeToTables(batch: Queued[], onWritten?: (ids: string[]) => void): Promise<Queued[]> {
@@ -739,13 +739,15 @@ export class KyselyLedger implements Ledger {
           failed.push(q);
         }
       }
-    // Which of them the database refuses on their own (each try counts): all of them when others were
-    // written; when none was (a lone charge, or a batch all refused), those refusedAlone finds.
-    const refused = failed.length < batch.length ? failed.map(() => true) : await this.refusedAlone(failed, errors);
-    // Nothing could be written and nothing says why but the database: it is failing (down, full, a rule
-    // that refuses every charge). Keep them all.
-    if (!refused.includes(true)) throw errors.at(-1);
-    // Some went through one by one, or the database refuses some of these only: say so.
+    // Which tries count. When others were written, the database takes writes: each refused charge's,
+    // unless the database did not answer it. When none was (a lone charge, or a batch all refused), the
+    // database may refuse every charge for now (a rule, a full disk): only a charge that can never be
+    // written, whatever the database, counts its tries.
+    const partly = failed.length < batch.length;
+    const refused = failed.map((q, i) => (partly ? !isLedgerUnavailable(errors[i]) : unwritableValue(q.charge) !== undefined));
+    // Nothing could be written and nothing says why but the database: it is failing. Keep them all.
+    if (!partly && !refused.includes(true)) throw errors.at(-1);
+    // Some went through one by one, or a charge can never be written: say so.
     this.options.onFlushError?.(batchError);
     const retry: Queued[] = [];
     const setAside = new Map<JournalEntry, boolean>(); // and whether setting its charges aside completed it
@@ -754,7 +756,10 @@ export class KyselyLedger implements Ledger {
       if (refused[i]) q.attempts += 1;
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
-        this.tell(() => this.options.onChargeRejected?.(errors[i], q.charge));
+        // Its own error, and what in it no column holds when that is known.
+        const why = unwritableValue(q.charge);
+        const err = why === undefined ? errors[i] : new Error(`generation ${q.charge.id}: ${why}`, { cause: errors[i] });
+        this.tell(() => this.options.onChargeRejected?.(err, q.charge));
         this.unpend(q.charge);
         if (q.entry) {
           const completed = q.entry.done([q.charge]);
@@ -777,57 +782,6 @@ export class KyselyLedger implements Ledger {
       }
     }
     return retry;
-  }
-
-  /**
-   * Which of the charges `failed` (none of which could be written, each for its error in `errors`; no
-   * other charge beside them was) the database refuses on their own, and not every charge: one whose
-   * value could not even be sent (charge-refused.ts: bound, or cast to its column) while a charge of
-   * one nanocredit for its account and key, written and rolled back (rehearse), goes through. So a
-   * charge alone that the database refuses is set aside after its tries, as one in a batch is; while
-   * the database refuses every write of an account or key (a rule, a trigger, a full disk), none of
-   * theirs is.
-   */
-  private async refusedAlone(failed: readonly Queued[], errors: readonly unknown[]): Promise<boolean[]> {
-    const takes = new Map<string, Promise<boolean>>(); // by account and key: one rehearsal each
-    return Promise.all(
-      failed.map((q, i) => {
-        if (!isValueRefusal(errors[i])) return false;
-        const { accountId, keyHash } = q.charge;
-        const key = `${accountId}\n${keyHash}`;
-        let rehearsed = takes.get(key);
-        if (!rehearsed) takes.set(key, (rehearsed = this.takesACharge(accountId, keyHash)));
-        return rehearsed;
-      }),
-    );
-  }
-
-  /** Whether a charge of one nanocredit for this account and key goes through (rehearsed: written and rolled back). */
-  private async takesACharge(accountId: string, keyHash: string): Promise<boolean> {
-    const probe: Charge = {
-      id: `gen-probe-${randomUUID()}`,
-      accountId,
-      keyHash,
-      model: 'probe',
-      provider: 'probe',
-      tokensPrompt: 1,
-      tokensCompletion: 1,
-      totalCost: 1n,
-      byokUsage: 0n,
-      isByok: false,
-      streamed: false,
-      cancelled: false,
-      finishReason: 'stop',
-      usageSource: 'upstream',
-      createdAt: Date.now(),
-      latencyMs: 1,
-    };
-    try {
-      await this.writer.rehearse(this.db, [probe]);
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   /**
@@ -1115,9 +1069,11 @@ export class KyselyLedger implements Ledger {
       );
       const ok = await Promise.race([attempt, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), left)))]);
       clearTimeout(timer);
-      // A try that failed, or left charges queued (one the database refused goes back, its try counted),
-      // is followed by the retry's wait: tries of a refused charge as far apart as while serving.
-      if ((!ok || notDurable()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(retryDelay, deadline - Date.now())));
+      // A try that failed, or that sent a refused charge back to the queue (its try counted), is followed
+      // by the retry's wait: tries of a refused charge as far apart as while serving. A try that wrote
+      // its batch goes straight on to the next (a backlog is written a batch at a time).
+      const refusedQueued = this.queue.some((q) => q.attempts > 0);
+      if ((!ok || refusedQueued) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(retryDelay, deadline - Date.now())));
     }
     // Journaled charges: one more try at the tables within the deadline; what stays there is durable,
     // and the next start applies it (recoverJournal).

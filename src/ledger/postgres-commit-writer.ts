@@ -1,5 +1,5 @@
-import { sql, type Kysely } from 'kysely';
-import { GENERATION_COLUMNS, generationValues, RolledBack, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
+import type { Kysely } from 'kysely';
+import { GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import { periodKeys } from './periods.js';
 import { ArrayElementError, integerArrayLiteral, textArrayLiteral } from './postgres-array.js';
@@ -133,17 +133,11 @@ function columnLiterals(rows: readonly unknown[][]): string[] {
  * PostgreSQL has no charge journal (the ledger writes its group commits to the tables at once): no
  * journal entries to drop.
  */
-/** The group commit's parameters for `charges`. */
-function commitParams(charges: readonly Charge[]): string[] {
-  const params = columnLiterals(charges.map(generationValues));
-  const periods = charges.map((c) => periodKeys(c.createdAt));
-  params.push(textArrayLiteral(periods.map((p) => p.daily)), textArrayLiteral(periods.map((p) => p.weekly)), textArrayLiteral(periods.map((p) => p.monthly)));
-  return params;
-}
-
 export const postgresCommitWriter: CommitWriter = {
   async write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit> {
-    const params = commitParams(charges); // a charge that cannot be written is refused here, before the database
+    const params = columnLiterals(charges.map(generationValues));
+    const periods = charges.map((c) => periodKeys(c.createdAt));
+    params.push(textArrayLiteral(periods.map((p) => p.daily)), textArrayLiteral(periods.map((p) => p.weekly)), textArrayLiteral(periods.map((p) => p.monthly)));
     const { rows } = await db.executeQuery(groupCommit(params));
     const recorded = new Set<string>();
     const accounts = new Map<string, AccountSnapshot>();
@@ -154,18 +148,5 @@ export const postgresCommitWriter: CommitWriter = {
       else keyRows.push({ key_hash: r.id, period: r.period as string, usage: r.x, byok_usage: r.y });
     }
     return { recorded, accounts, keyRows };
-  },
-  async rehearse(db: Kysely<Database>, charges: readonly Charge[]): Promise<void> {
-    const params = commitParams(charges);
-    try {
-      await db.transaction().execute(async (trx) => {
-        // A deferred constraint would otherwise be checked only at a COMMIT the rehearsal never reaches.
-        await sql`SET CONSTRAINTS ALL IMMEDIATE`.execute(trx);
-        await trx.executeQuery(groupCommit(params));
-        throw new RolledBack();
-      });
-    } catch (err) {
-      if (!(err instanceof RolledBack)) throw err;
-    }
   },
 };

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import { byText, GENERATION_COLUMNS, RolledBack, withGenerationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
+import { byText, GENERATION_COLUMNS, withGenerationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Nano } from './money.js';
 import { keyPeriodName, periodKeys } from './periods.js';
@@ -53,21 +53,15 @@ function deltasOf(charges: readonly Charge[], recorded: ReadonlySet<string>): { 
   };
 }
 
-/** What a handle runs: the commit, and its rehearsal (rolled back). */
-interface CommitOn {
-  commit(charges: readonly Charge[], journaled: readonly number[]): WrittenCommit;
-  rehearse(charges: readonly Charge[]): void;
-}
-
 /** The whole commit as one synchronous better-sqlite3 transaction, its statements prepared once a handle. */
-function commitOn(sqlite: BetterSqlite3.Database): CommitOn {
+function commitOn(sqlite: BetterSqlite3.Database): (charges: readonly Charge[], journaled: readonly number[]) => WrittenCommit {
   const unjournal = sqlite.prepare(DROP_JOURNALED);
   const insertGenerationStatement = sqlite.prepare(INSERT_GENERATION);
   const insertGeneration = insertGenerationStatement.run.bind(insertGenerationStatement);
   const chargeAccount = sqlite.prepare(CHARGE_ACCOUNT);
   const addKeyUsage = sqlite.prepare(ADD_KEY_USAGE);
   const addRollup = sqlite.prepare(ADD_ROLLUP);
-  const body = (charges: readonly Charge[], journaled: readonly number[]): WrittenCommit => {
+  const commit = sqlite.transaction((charges: readonly Charge[], journaled: readonly number[]): WrittenCommit => {
     const recorded = new Set<string>();
     // A generation already recorded inserts nothing (changes 0): it is not charged again.
     for (const c of charges) if (withGenerationValues(c, insertGeneration).changes > 0) recorded.add(c.id);
@@ -86,33 +80,12 @@ function commitOn(sqlite: BetterSqlite3.Database): CommitOn {
     // The journal entries whose charges are all applied (or recorded before) now: dropped, in the same transaction.
     for (const seq of journaled) unjournal.run(seq);
     return { recorded, accounts, keyRows };
-  };
-  const commit = sqlite.transaction(body);
-  // Thrown at the end, so that better-sqlite3 rolls the transaction back.
-  const rehearsal = sqlite.transaction((charges: readonly Charge[]) => {
-    body(charges, []);
-    throw new RolledBack();
   });
-  return {
-    // BEGIN IMMEDIATE: the write lock is taken at the start (another process writing waits, up to busy_timeout).
-    commit: (charges, journaled) => commit.immediate(charges, journaled),
-    rehearse(charges) {
-      try {
-        rehearsal.immediate(charges);
-      } catch (err) {
-        if (!(err instanceof RolledBack)) throw err;
-      }
-    },
-  };
+  // BEGIN IMMEDIATE: the write lock is taken at the start (another process writing waits, up to busy_timeout).
+  return (charges, journaled) => commit.immediate(charges, journaled);
 }
 
-const handles = new WeakMap<BetterSqlite3.Database, CommitOn>();
-
-function commitOnHandle(sqlite: BetterSqlite3.Database): CommitOn {
-  let on = handles.get(sqlite);
-  if (!on) handles.set(sqlite, (on = commitOn(sqlite)));
-  return on;
-}
+const commits = new WeakMap<BetterSqlite3.Database, (charges: readonly Charge[], journaled: readonly number[]) => WrittenCommit>();
 
 /**
  * A group commit on SQLite: one transaction of single-row statements, each prepared once, run
@@ -124,9 +97,10 @@ function commitOnHandle(sqlite: BetterSqlite3.Database): CommitOn {
  */
 export const sqliteCommitWriter: CommitWriter = {
   write(db: Kysely<Database>, charges: readonly Charge[], journaled: readonly number[]): Promise<WrittenCommit> {
-    return writeOnHandle(db, (sqlite) => commitOnHandle(sqlite).commit(charges, journaled));
-  },
-  rehearse(db: Kysely<Database>, charges: readonly Charge[]): Promise<void> {
-    return writeOnHandle(db, (sqlite) => commitOnHandle(sqlite).rehearse(charges));
+    return writeOnHandle(db, (sqlite) => {
+      let commit = commits.get(sqlite);
+      if (!commit) commits.set(sqlite, (commit = commitOn(sqlite)));
+      return commit(charges, journaled);
+    });
   },
 };
