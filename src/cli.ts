@@ -336,8 +336,8 @@ program
       if (missing.length > 0)
         throw new Error(
           `${missing.length} of ${charges.length} charges could not be written (${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}): ` +
-            'the database refused them or did not answer within ledger.shutdown_deadline_ms (on SQLite, one journaled meanwhile is ' +
-            'applied at the next start); the log still holds them, and replaying it again never charges one twice',
+            'the database refused them or did not answer within ledger.shutdown_deadline_ms; the log still holds them, ' +
+            'and replaying it again never charges one twice',
         );
       return { charges: charges.length };
     }),

@@ -19,6 +19,12 @@ describe('unwritableValue: what in a charge no column of the ledger can hold', (
     expect(unwritableValue(charge('a', 'k', 1n, undefined, { tokensPrompt: 2 ** 31 }))).toBe('tokens_prompt 2147483648 is not a 32-bit integer');
     expect(unwritableValue(charge('a', 'k', 1n, undefined, { tokensCompletion: 1.5 }))).toBe('tokens_completion 1.5 is not a 32-bit integer');
     expect(unwritableValue(charge('a', 'k', 1n, undefined, { latencyMs: Number.NaN }))).toBe('latency_ms NaN is not a 32-bit integer');
-    expect(unwritableValue(charge('a', 'k', 1n, 1.5))).toBe('created_at 1.5 is not a whole number');
+    expect(unwritableValue(charge('a', 'k', 1n, 1.5))).toBe("created_at 1.5 is not a time (whole milliseconds within JavaScript's dates)");
+    expect(unwritableValue(charge('a', 'k', 1n, 8.7e15))).toMatch(/^created_at 8700000000000000 is not a time/); // a whole number, past any date
+  });
+
+  it('names a text with a NUL (PostgreSQL refuses it), but not a finish reason (stored with it replaced)', () => {
+    expect(unwritableValue(charge('a', 'k', 1n, undefined, { model: 'm\u0000' }))).toBe('model holds a NUL character');
+    expect(unwritableValue(charge('a', 'k', 1n, undefined, { finishReason: 'stop\u0000' }))).toBeUndefined();
   });
 });

@@ -698,11 +698,12 @@ export class KyselyLedger implements Ledger {
    * Writes a batch to the tables in one transaction and marks its charges recorded (and durable).
    * When the transaction fails, the charges are tried one by one, so that one charge the database
    * refuses cannot hold back the others. A failed charge counts a try when others in its batch were
-   * written (unless the database did not answer it), or, when none was, when one of its own values no
-   * column can hold (unwritableValue); after its last try it is set aside (out of the journal too) and
-   * reported. Any other failed charge is kept and retried without counting a try; when that is every
-   * charge of the batch, the database is failing and the batch is kept whole (it throws). `onWritten`
-   * is told the ids of each transaction that went through, before their charges' promises resolve.
+   * written (unless the database did not answer it), or, when none was, when one of its own values
+   * is one the ledger cannot write (unwritableValue); after its last try it is set aside (out of the
+   * journal too) and reported. Any other failed charge is kept and retried without counting a try;
+   * when that is every charge of the batch, the database is failing and the batch is kept whole (it
+   * throws). `onWritten` is told the ids of each transaction that went through, before their charges'
+   * promises resolve.
    */
   private async writeToTables(batch: Queued[], onWritten?: (ids: string[]) => void): Promise<Queued[]> {
     const done = (q: Queued) => {
@@ -756,7 +757,7 @@ export class KyselyLedger implements Ledger {
       if (refused[i]) q.attempts += 1;
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
-        // Its own error, and what in it no column holds when that is known.
+        // Its own error, and what in it the ledger cannot write when that is known.
         const why = unwritableValue(q.charge);
         const err = why === undefined ? errors[i] : new Error(`generation ${q.charge.id}: ${why}`, { cause: errors[i] });
         this.tell(() => this.options.onChargeRejected?.(err, q.charge));
