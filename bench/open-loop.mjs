@@ -27,8 +27,8 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pinning, probe, stopAll } from './lib/children.mjs';
 import { runOpenLoop, warmUp } from './lib/load.mjs';
-import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
-import { addAllocations, allocationReport, compareAreas, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
+import { findPerf, printPerfRuns, recordPerf } from './lib/perf.mjs';
+import { addAllocations, allocationReport, emptyTotals, median, percentile, profileReport } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions, warmupMsOf, warmupSecondsOption } from './lib/cli-options.mjs';
 import { root, startBare } from './lib/targets.mjs';
 
@@ -75,20 +75,6 @@ async function addAlloc(p, round, requests) {
   p.alloc ??= { totals: emptyTotals(), requests: 0 };
   addAllocations(p.alloc.totals, JSON.parse(readFileSync(file, 'utf8')), root);
   p.alloc.requests += requests;
-}
-
-/** --perf: each recorded process's CPU a request by area and function, and each Tollgate's areas against the bare proxy's. */
-async function printPerf(proxies, bare) {
-  process.stdout.write(`\nwhere the CPU went (--perf; the recordings are in ${perfDir}):\n`);
-  const runs = [];
-  for (const p of proxies) {
-    if (!p.perfRounds) continue;
-    const totals = await addPerfSamples(emptyTotals(), p.perfRounds.files, root);
-    runs.push({ p, totals, requests: p.perfRounds.requests });
-    process.stdout.write(`\n${perfReport(p.label, totals, p.perfRounds.requests)}`);
-  }
-  const b = runs.find((r) => r.p === bare);
-  for (const r of runs) if (b && r !== b) process.stdout.write(`[${r.p.label} against bare] ${compareAreas('perf, µs a request by area', b, r, 22)}\n`);
 }
 
 /** After a full collection's pause, the requests sent this long after it still wait behind its backlog. */
@@ -255,7 +241,11 @@ try {
     process.stdout.write(`\nallocations over the rounds (--alloc; the profiles are in ${allocDir}):\n`);
     for (const p of proxies) if (p.alloc) process.stdout.write(`\n${allocationReport(p.label, p.alloc.totals, p.alloc.requests)}`);
   }
-  if (perfDir) await printPerf(proxies, bare);
+  if (perfDir) {
+    process.stdout.write(`\nwhere the CPU went (--perf; the recordings are in ${perfDir}):\n`);
+    const runs = proxies.filter((p) => p.perfRounds).map((p) => ({ label: p.label, bare: p === bare, ...p.perfRounds }));
+    await printPerfRuns(runs, root);
+  }
   const behind = Math.max(...rows.map((r) => r.behind));
   if (behind > 5) process.stdout.write(`\nwarning: the load generator fell up to ${behind.toFixed(1)} ms behind its schedule\n`);
   for (const p of tollgates) {

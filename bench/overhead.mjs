@@ -26,8 +26,8 @@ import { nodeFlagsOf, nodeFlagsOption, parseOptions, warmupMsOf, warmupSecondsOp
 import { NCPU, dumpChildren, installExitHandlers, onStopAll, pinning, startChild, stopAll, stopChild } from './lib/children.mjs';
 import { CLK_TCK, serversCpuReading, serversCpuSpent } from './lib/cpu.mjs';
 import { runLoad, runOpenLoop, warmUp } from './lib/load.mjs';
-import { addPerfSamples, findPerf, perfReport, recordPerf } from './lib/perf.mjs';
-import { compareAreas, emptyTotals, fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
+import { findPerf, printPerfRuns, recordPerf } from './lib/perf.mjs';
+import { fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
 import { LATENCY_TARGET_MS, TARGETS, cpuVerdict, disturbedRounds, latencyVerdict } from './lib/verdicts.mjs';
 import { CLI, PORTKEY, benchDir, START_NODE_FLAGS, findNginx, root, startBare, startFloor, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
@@ -550,17 +550,7 @@ async function main() {
     await stopAll();
   }
   process.stdout.write(profileReport(profiles, root));
-  await printPerf(perfRuns);
-}
-
-/** --perf: each recorded process's CPU by area and function, and each Tollgate's against the bare proxy of its mode. */
-async function printPerf(runs) {
-  for (const r of runs) r.totals = await addPerfSamples(emptyTotals(), r.files, root);
-  for (const r of runs) {
-    process.stdout.write(`\n[${r.mode}] ${perfReport(r.label, r.totals, r.requests)}`);
-    const bare = runs.find((b) => b.bare && b.mode === r.mode);
-    if (!r.bare && bare) process.stdout.write(`[${r.mode} ${r.label} against bare] ${compareAreas('perf, µs a request by area', bare, r, 22)}`);
-  }
+  await printPerfRuns(perfRuns, root);
 }
 
 main().catch(async (err) => {

@@ -6,7 +6,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { areaOfUrl, fmt, topList } from './report.mjs';
+import { areaOfUrl, compareAreas, emptyTotals, fmt, topList } from './report.mjs';
 
 /** Samples a second a thread (cpu-clock): each sample stands for 1e6 / FREQUENCY µs of CPU. */
 const FREQUENCY = 4000;
@@ -150,4 +150,18 @@ export function perfReport(label, totals, requests, top = 20) {
     `by area (each sample to the nearest JavaScript frame on its stack, with the builtins and runtime it called):\n${topList(totals.byArea, 18, us)}\n` +
     `top ${top} functions:\n${topList(totals.byFn, top, us)}\n`
   );
+}
+
+/**
+ * Prints each recorded process's perf report (perfReport), and each Tollgate's areas against the bare
+ * proxy's of its mode. `runs`: { mode (omitted by a script that runs one), label, bare, files, requests }.
+ */
+export async function printPerfRuns(runs, root) {
+  for (const r of runs) r.totals = await addPerfSamples(emptyTotals(), r.files, root);
+  for (const r of runs) {
+    const tag = r.mode === undefined ? '' : `${r.mode} `;
+    process.stdout.write(`\n${r.mode === undefined ? '' : `[${r.mode}] `}${perfReport(r.label, r.totals, r.requests)}`);
+    const bare = runs.find((b) => b.bare && b.mode === r.mode);
+    if (!r.bare && bare) process.stdout.write(`[${tag}${r.label} against bare] ${compareAreas('perf, µs a request by area', bare, r, 22)}\n`);
+  }
 }
