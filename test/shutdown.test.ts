@@ -8,6 +8,8 @@ import { Agent, request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/ledger/database.js';
 import { KyselyLedger } from '../src/ledger/kysely-ledger.js';
+import { toChargeRecord } from '../src/ledger/charge-record.js';
+import { chargeMaker } from './helpers/charges.js';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
 import { startTestGateway } from './helpers/gateway.js';
 import { CLI, serveProcess, writeYaml } from './helpers/serve-process.js';
@@ -215,23 +217,8 @@ describe('issue 7 item 8: SIGTERM loses nothing, and exits promptly', () => {
   it('a replay the database refuses a charge of exits non-zero, naming it, rather than reporting it written', { timeout: 30_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-replay-'));
     const config = writeYaml(dir, serveYaml(join(dir, 'ledger.db'), 'http://127.0.0.1:9'));
-    const charge = {
-      id: 'gen-replay-refused',
-      accountId: 'acct_replay',
-      keyHash: 'k'.repeat(64),
-      model: 's/m',
-      provider: 'up',
-      tokensPrompt: 1,
-      tokensCompletion: 1,
-      totalCost: String(2n ** 64n), // no BIGINT column holds it
-      byokUsage: '0',
-      isByok: false,
-      streamed: false,
-      cancelled: false,
-      finishReason: 'stop',
-      createdAt: Date.now(),
-      latencyMs: 5,
-    };
+    // As a shutdown logs it (money as strings), with a cost no BIGINT column holds.
+    const charge = toChargeRecord({ ...chargeMaker('replay', Date.now())('acct_replay', 'k'.repeat(64), 2n ** 64n), id: 'gen-replay-refused' });
     const logFile = join(dir, 'gateway.log');
     writeFileSync(logFile, `${JSON.stringify({ level: 50, time: Date.now(), msg: 'unwritten charge', charge })}\n`);
     const replay = await run(process.execPath, [CLI, 'ledger', 'replay', logFile, '--config', config, '--json']).then(

@@ -745,7 +745,8 @@ export class KyselyLedger implements Ledger {
     // database may refuse every charge for now (a rule, a full disk): only a charge that can never be
     // written, whatever the database, counts its tries.
     const partly = failed.length < batch.length;
-    const refused = failed.map((q, i) => (partly ? !isLedgerUnavailable(errors[i]) : unwritableValue(q.charge) !== undefined));
+    const unwritable = failed.map((q) => unwritableValue(q.charge));
+    const refused = failed.map((_, i) => (partly ? !isLedgerUnavailable(errors[i]) : unwritable[i] !== undefined));
     // Nothing could be written and nothing says why but the database: it is failing. Keep them all.
     if (!partly && !refused.includes(true)) throw errors.at(-1);
     // Some went through one by one, or a charge can never be written: say so.
@@ -758,7 +759,7 @@ export class KyselyLedger implements Ledger {
       if (q.attempts < MAX_ATTEMPTS) retry.push(q);
       else {
         // Its own error, and what in it the ledger cannot write when that is known.
-        const why = unwritableValue(q.charge);
+        const why = unwritable[i];
         const err = why === undefined ? errors[i] : new Error(`generation ${q.charge.id}: ${why}`, { cause: errors[i] });
         this.tell(() => this.options.onChargeRejected?.(err, q.charge));
         this.unpend(q.charge);
