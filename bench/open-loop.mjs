@@ -203,7 +203,7 @@ try {
       const sorted = Float64Array.from(run.latencies).sort();
       const stats = await probe(p.child, 'stats');
       const eld = p === bare ? undefined : stats.eld;
-      // A long run spends more than the bench account's 50 credits: what the round spent is credited back.
+      // A long run spends more than the bench account's credits: what the round spent is credited back.
       await p.creditBack?.(run.latencies.length);
       const row = {
         round,

@@ -30,7 +30,20 @@ import { findPerf, printPerfRuns, recordPerf } from './lib/perf.mjs';
 import { fmt, median, percentile, printMarkdown, printRows, profileReport, sortedLatencies } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
 import { LATENCY_TARGET_MS, TARGETS, cpuVerdict, disturbedRounds, latencyVerdict } from './lib/verdicts.mjs';
-import { CLI, PORTKEY, benchDir, START_NODE_FLAGS, findNginx, root, startBare, startFloor, startNginx, startPortkey, startTollgate } from './lib/targets.mjs';
+import {
+  BENCH_CREDITS,
+  CLI,
+  PORTKEY,
+  benchDir,
+  START_NODE_FLAGS,
+  findNginx,
+  root,
+  startBare,
+  startFloor,
+  startNginx,
+  startPortkey,
+  startTollgate,
+} from './lib/targets.mjs';
 
 const options = {
   requests: { type: 'string', default: '3000' },
@@ -171,6 +184,7 @@ async function measure(target, mode, perfDir) {
   (target.windows ??= []).push({ from, to: process.hrtime.bigint() / 1000n, requests: REQUESTS });
   // System time (the kernel's share: sockets, pwrite) where the probe tells it apart (Node proxies).
   const sysUs = after.sysUs === undefined ? undefined : after.sysUs - before.sysUs;
+  await target.creditBack?.(REQUESTS); // outside the measured span: what the round spent goes back on the balance
   return { cpuUs: after.us - before.us, sysUs, procCpuUs: after.procUs - before.procUs, serversUs, elapsedMs, latencies };
 }
 
@@ -396,7 +410,7 @@ async function main() {
         (PIN ? `pinned: proxies on CPU ${PIN.proxy}, load generator and fake upstream on CPU ${PIN.others}\n` : 'not pinned to CPUs\n') +
         `Node proxies run with npm start's flags: ${START_NODE_FLAGS.join(' ') || 'none'}` +
         (EXTRA_NODE_FLAGS.length > 0 ? `; this build's Tollgate also with ${EXTRA_NODE_FLAGS.join(' ')}\n` : '\n') +
-        `Tollgate (fresh per mode): prepaid account with 50 credits (in-flight budget applies), key limit 10,000/day, settlement window ` +
+        `Tollgate (fresh per mode): prepaid account with ${BENCH_CREDITS} credits (in-flight budget applies; credited back what it spends), key limit 10,000/day, settlement window ` +
         `${WINDOW_MS} ms; paid model, and a :free model with the free-model limits counted; deployments: ${ctx.deployments.join(', ') || 'none'}\n` +
         (opt.profile ? 'NOTE: --profile is on: Tollgate and the bare proxy run under the CPU profiler, their numbers are inflated.\n' : '') +
         (opt.perf
@@ -459,6 +473,7 @@ async function main() {
                 const before = await t.cpu();
                 const r = await runOpenLoop(t, mode, rate, LATENCY_S);
                 r.cpuUs = (await t.cpu()).us - before.us;
+                await t.creditBack?.(r.latencies.length);
                 behindMs = Math.max(behindMs, r.behindMs);
                 got[name].push(r);
               }

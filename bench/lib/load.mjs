@@ -74,7 +74,9 @@ export async function runLoad(target, mode, n, concurrency) {
  * A proxy's warm-up: `requests` through it (closed loop), and 2,000 more at a time until it has lasted `ms`.
  * The duration matters as much as the count: only once the first answers' settlement window has passed does
  * each request also expire a settling hold, and V8 compiles that code when it first runs; inside the
- * measured rounds, it would be counted there (bench/README.md, twentieth session).
+ * measured rounds, it would be counted there (bench/README.md, twentieth session). What each part spent
+ * goes back on the bench account's balance (a warm-up of several seconds on a quick host spends tens of
+ * credits, and the in-flight budget, half the balance, would shrink under the settling answers' holds).
  */
 export async function warmUp(target, mode, { requests, ms, concurrency }) {
   const started = performance.now();
@@ -82,6 +84,7 @@ export async function warmUp(target, mode, { requests, ms, concurrency }) {
   while (sent < requests || (sent > 0 && performance.now() - started < ms)) {
     const n = sent < requests ? requests - sent : 2000;
     await runLoad(target, mode, n, concurrency);
+    await target.creditBack?.(n);
     sent += n;
   }
 }

@@ -276,11 +276,20 @@ async function admin(base, token, method, route, body) {
   return text ? JSON.parse(text) : undefined;
 }
 
-/** A prepaid account with 50 credits (in-flight budget applies: below balance_threshold 100) and a key with a daily limit of 10,000
- * credits: checked (and held against) on every request, and out of reach of a long run, whose account is credited back. */
+/**
+ * The bench account's balance. Below `balance_threshold` (100), so the in-flight budget applies to every
+ * request; its budget (half the balance) holds each answer's cost (0.0003) for the settlement window,
+ * so at the bench's 5 s window it admits up to 45 / 0.0003 / 5 = 30,000 answers a second. With 50
+ * credits (before 2026-11-28) a quick host serving ~11,000 a second through SQLite was refused with a
+ * 402 in its warm-up, as it should be: 25 credits of budget, less what the warm-up had spent.
+ */
+export const BENCH_CREDITS = 90;
+
+/** A prepaid account with BENCH_CREDITS and a key with a daily limit of 10,000 credits: checked (and held
+ * against) on every request, and out of reach of a long run, whose account is credited back. */
 async function setupAccount(base, adminToken) {
   const { data: account } = await admin(base, adminToken, 'POST', '/api/v1/admin/accounts', { name: 'bench', type: 'prepaid' });
-  await admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${account.id}/credits`, { amount: 50 });
+  await admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${account.id}/credits`, { amount: BENCH_CREDITS });
   const { key } = await admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${account.id}/keys`, { name: 'bench', limit: 10_000, limit_reset: 'daily' });
   const { data: shown } = await admin(base, adminToken, 'GET', `/api/v1/admin/accounts/${account.id}`);
   if (!shown.in_flight?.subject) throw new Error(`the in-flight budget does not apply to the bench account: ${JSON.stringify(shown)}`);
@@ -357,13 +366,13 @@ export async function startTollgate({
     loadPool,
   );
   /**
-   * Adds `credits` to the bench account's balance: a long run at full speed spends the 50 it starts with
-   * (0.0003 a request), and its in-flight budget, a third of the balance, shrinks with it until it refuses.
+   * Adds `credits` to the bench account's balance: a long run at full speed spends the BENCH_CREDITS it
+   * starts with (0.0003 a request), and its in-flight budget, half the balance, shrinks with it until it refuses.
    */
   target.topUp = (credits) => admin(base, adminToken, 'POST', `/api/v1/admin/accounts/${accountId}/credits`, { amount: credits });
-  /** Credits back what `requests` answers cost (0.0003 each), so that a long run does not drain the account. */
+  /** Credits back what `requests` answers cost (0.0003 each; a free model's nothing), so that a long run does not drain the account. */
   target.creditBack = async (requests) => {
-    if (requests > 0) await target.topUp(Math.round(requests * COST_PER_REQUEST * 1e9) / 1e9);
+    if (requests > 0 && !free) await target.topUp(Math.round(requests * COST_PER_REQUEST * 1e9) / 1e9);
   };
   /** Every request sent was admitted and charged exactly (paid), or counted and charged nothing (free). */
   target.ledgerCheck = async (sent = target.sent) => {
