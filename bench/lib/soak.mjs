@@ -146,7 +146,7 @@ async function soakOne({ deployment, streams, seconds, chunkMs, streamMs, sample
   });
   process.stdout.write(`\n${tg.label}:\n`);
   // A small completion cap keeps each stream's in-flight hold small, so that the in-flight budget
-  // (25 credits here) admits every stream; the fake upstream ignores it and bills 20 tokens.
+  // (half of BENCH_CREDITS here) admits every stream; the fake upstream ignores it and bills 20 tokens.
   const body = bodyFor(tg.model, 'sse', { max_tokens: 64 });
   const pool = new Pool(tg.base, { connections: streams, headersTimeout: 30_000, bodyTimeout: 4 * chunkMs + 30_000 });
   await probe(tg.child, 'eld-start');
