@@ -28,6 +28,10 @@ describe("the bench's verdicts on issue 9's targets", () => {
       'unclear: rounds 1.50–2.40× (left out: rounds 2, 4: the floor or a Tollgate read under the bare proxy)',
     );
     expect(cpuVerdict([1.5, 1.2], 2, [0, 1])).toBe('no reading: the floor or a Tollgate read under the bare proxy in every round');
+    // One round left to judge by: the verdict names it (2026-11-28: "met" on round 3 of 3 alone).
+    expect(cpuVerdict([0.77, 2.05, 1.93], 2, [0, 1])).toBe('met on round 3 alone (left out: rounds 1, 2: the floor or a Tollgate read under the bare proxy)');
+    expect(cpuVerdict([2.6, 1.1], 2, [1])).toBe('not met on round 1 alone (left out: round 2: the floor or a Tollgate read under the bare proxy)');
+    expect(cpuVerdict([1.9], 2, [])).toBe('met');
   });
 
   it("calls the latency row unclear when the bare proxy's p99 is above Tollgate's by more than the target", () => {

@@ -29,7 +29,8 @@ export function disturbedRounds(fullerRuns, bareRuns) {
  * it, and unclear when they fall on both sides: on a host whose speed moves between rounds, the median
  * alone could call either way (bench/README.md, "Reading the table"). A round whose bare figure was
  * disturbed (`leftOut`, disturbedRounds) is left out: a slowed bare proxy makes every ratio of that round
- * look better than it is.
+ * look better than it is. A verdict that rests on one round of several says so ("met on round 3 alone"):
+ * one round is a reading, not a verdict the rounds agree on.
  */
 export function cpuVerdict(ratioRounds, target, leftOut) {
   if (target === undefined) return undefined;
@@ -40,7 +41,8 @@ export function cpuVerdict(ratioRounds, target, leftOut) {
       : ` (left out: round${leftOut.length > 1 ? 's' : ''} ${leftOut.map((i) => i + 1).join(', ')}: the floor or a Tollgate read under the bare proxy)`;
   if (judged.length === 0) return `no reading: the floor or a Tollgate read under the bare proxy in every round`;
   const over = judged.filter((x) => x > target).length;
-  if (over === 0) return `met${note}`;
-  if (over === judged.length) return `not met${note}`;
+  const alone = judged.length === 1 && ratioRounds.length > 1 ? ` on round ${ratioRounds.findIndex((_, i) => !leftOut.includes(i)) + 1} alone` : '';
+  if (over === 0) return `met${alone}${note}`;
+  if (over === judged.length) return `not met${alone}${note}`;
   return `unclear: rounds ${fmt(Math.min(...judged), 2)}–${fmt(Math.max(...judged), 2)}×${note}`;
 }
