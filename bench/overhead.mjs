@@ -51,7 +51,7 @@ const options = {
   // and for at least this long (s; default: the settlement window and 2 s more)
   ...warmupSecondsOption,
   // Issue 9 measured its table with 32 connections (wrk); 16 until 2026-11-28. PostgreSQL + Redis is
-  // bound by its commit's latency, not its CPU: at 16 it was 0.4 busy, each wake-up serving few requests.
+  // bound by its commit's latency, not its CPU: at 16 it was 0.38–0.61 busy, each wake-up serving few requests.
   concurrency: { type: 'string', default: '32' },
   rounds: { type: 'string', default: '3' },
   modes: { type: 'string', default: 'json,sse' },
