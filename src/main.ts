@@ -340,7 +340,12 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const close = () => {
     closing ??= (async () => {
       // Stop accepting; let running requests finish, and past the grace cancel them (they settle).
-      const grace = setTimeout(() => inflight.abortAll(), options.shutdownGraceMs ?? 10_000);
+      // Cancelled requests whose answers the ledger holds back (past its backlog bound) are let go too:
+      // their charges stay queued, and ledger.close() writes them or logs them for replay.
+      const grace = setTimeout(() => {
+        inflight.abortAll();
+        ledger.releaseAnswers();
+      }, options.shutdownGraceMs ?? 10_000);
       // A keep-alive connection goes idle when its last response is sent; the server's close() only
       // closes those idle at the start, so the others would keep it open for the keep-alive timeout
       // (72 s). Close them as they go idle: shutdown then ends when the last request settles.

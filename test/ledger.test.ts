@@ -699,6 +699,40 @@ for (const target of databaseTargets) {
       }
     });
 
+    it('shutdown past its grace lets the answers held back by the backlog bound go, their charges still queued', async () => {
+      const a = await newAccount();
+      const hash = `h-release-${target.name}`;
+      await newKey(a.id, hash);
+      const bounded = new KyselyLedger(db, { durableWaitMs: 20, maxQueuedCharges: 1, retryDelayMs: 60_000, journal });
+      await breakCharges();
+      try {
+        const written = bounded.charge(charge(a.id, hash, 9n));
+        let answered: boolean | undefined;
+        const waiting = bounded.awaitDurable(written).then((durable) => (answered = durable));
+        await bounded.flush().catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 40)); // its bounded wait is over: held back
+        expect(answered).toBeUndefined();
+        bounded.releaseAnswers();
+        expect(await waiting).toBe(false);
+        // Held back no more: a later answer goes after the bounded wait, whatever the backlog.
+        const later = bounded.charge(charge(a.id, hash, 4n));
+        expect(await bounded.awaitDurable(later)).toBe(false);
+        // Both charges are still queued, to be written when the database answers (or logged by close()).
+        await repairCharges();
+        // One at a time past a backlog bound of one (the journal takes one, the tables take it, the next).
+        await bounded.flush().catch(() => undefined);
+        await bounded.flush();
+        expect((await ledger.getAccount(a.id))?.totalUsage).toBe(13n);
+      } finally {
+        for (const t of failing)
+          await sql
+            .raw(`ALTER TABLE ${t}_off RENAME TO ${t}`)
+            .execute(db)
+            .catch(() => undefined);
+        journal.broken = false;
+      }
+    });
+
     it('keeps charges queued while the database fails, and writes them once when it answers again', async () => {
       const a = await newAccount();
       const hash = `h-retry-${target.name}`;

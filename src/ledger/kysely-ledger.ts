@@ -215,6 +215,10 @@ export class KyselyLedger implements Ledger {
   /** Reads again, once final, the segments a start applied while a running process might still write them. */
   private leftoverTimer: NodeJS.Timeout | undefined;
   private closing = false;
+  /** Answers held back past the backlog bound (awaitDurable), each waiting for its own charge's write. */
+  private readonly heldBack = new Set<(durable: boolean) => void>();
+  /** Set by releaseAnswers (shutdown past its grace): no answer is held back any more. */
+  private answersReleased = false;
   /** How this database's dialect writes a group commit. */
   private readonly writer: CommitWriter;
   /** Where a group commit makes its charges durable before they are applied to the tables (SQLite), if anywhere. */
@@ -596,22 +600,31 @@ export class KyselyLedger implements Ledger {
    */
   awaitDurable(written: Promise<void>): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      // Past the bound the answer waits for the write after all. The write settling after the wait
-      // was over changes nothing: a promise settles once.
+      // Past the bound the answer waits for the write after all (held back until releaseAnswers). The
+      // write settling after the wait was over changes nothing: a promise settles once.
       const timer = setTimeout(() => {
-        if (this.pendingCharges.size < (this.options.maxQueuedCharges ?? 10_000)) resolve(false);
+        if (this.answersReleased || this.pendingCharges.size < (this.options.maxQueuedCharges ?? 10_000)) resolve(false);
+        else this.heldBack.add(resolve);
       }, this.options.durableWaitMs ?? 5000);
       written.then(
         () => {
           clearTimeout(timer);
+          if (this.heldBack.size > 0) this.heldBack.delete(resolve);
           resolve(true);
         },
         (err: unknown) => {
           clearTimeout(timer);
+          if (this.heldBack.size > 0) this.heldBack.delete(resolve);
           reject(err);
         },
       );
     });
+  }
+
+  releaseAnswers(): void {
+    this.answersReleased = true;
+    for (const release of this.heldBack) release(false);
+    this.heldBack.clear();
   }
 
   async flush(): Promise<void> {
@@ -1052,6 +1065,7 @@ export class KyselyLedger implements Ledger {
    */
   async close(): Promise<Charge[]> {
     this.closing = true;
+    this.releaseAnswers();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     clearTimeout(this.applyTimer);

@@ -32,6 +32,7 @@ export function ledgerFromRoles(r: LedgerRoles): Ledger {
     charge: (charge) => r.charges.charge(charge),
     recorded: (id) => r.charges.recorded(id),
     awaitDurable: (written) => r.charges.awaitDurable(written),
+    releaseAnswers: () => r.charges.releaseAnswers(),
     flush: () => r.charges.flush(),
     close: () => r.charges.close(),
     getGeneration: (id) => r.generations.getGeneration(id),

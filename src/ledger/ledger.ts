@@ -226,6 +226,12 @@ export interface Charges {
    * waits until the charge is written (backpressure).
    */
   awaitDurable(written: Promise<void>): Promise<boolean>;
+  /**
+   * Lets every answer held back by the backlog bound go (with false: its charge stays queued), and
+   * holds none back from then on; shutdown calls it when its grace is over, so that the requests end
+   * and `close()` can write, or log for replay, every charge still queued.
+   */
+  releaseAnswers(): void;
   /** Writes every queued charge. */
   flush(): Promise<void>;
   /**
