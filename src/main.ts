@@ -224,8 +224,9 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   // Caches around the ledger's reads, kept fresh by the change feed (CONTRACT §8: admin changes reach
   // every process within 1 s). Writes go through them, so that each is published.
   const now = () => clock.now();
-  // Without Redis no feed reaches the CLI's verbs (other processes on the same database): entries live
-  // 1 s, so that their changes too show within 1 s. With it, the feed drops changed entries at once.
+  // Without Redis no feed reaches the CLI's verbs (other processes on the same database): entries, and
+  // the hold store's money snapshots, live 1 s, so that their changes too show within 1 s. With it, the
+  // feed drops changed entries at once, and money lives in Redis, which every process writes.
   const liveTtlMs = redis ? 5_000 : 1_000;
   const keys = new CachedKeys(ledger, feed, { now, liveTtlMs });
   const accounts = new CachedAccounts(ledger, feed, { now });
@@ -249,7 +250,9 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), feed, { now, liveTtlMs });
   const prefix = config.redis_key_prefix;
   const onStoreError = (err: unknown) => logger.warn({ err: (err as Error).message }, 'limits store (Redis) write failed; it is retried');
-  const holds: HoldStore = redis ? new RedisHoldStore(redis.client, { prefix, onError: onStoreError }) : new MemoryHoldStore(clock);
+  const holds: HoldStore = redis
+    ? new RedisHoldStore(redis.client, { prefix, onError: onStoreError })
+    : new MemoryHoldStore(clock, { snapshotTtlMs: liveTtlMs });
   const counters: CounterStore = redis ? new RedisCounterStore(redis.client, { prefix }) : new MemoryCounterStore();
   // Alerts (webhooks): checked from what each commit reports and from cooldowns; never awaited by a request.
   const alertAgent = new Agent({ keepAliveTimeout: 10_000, connect: { timeout: config.alerts.timeout_ms } });

@@ -660,6 +660,41 @@ describe('hold store: memory and Redis agree (random operations)', () => {
   );
 });
 
+describe('memory hold store: snapshots read from the ledger stand for snapshotTtlMs', () => {
+  it("a fresh read stands its lifetime; this process's commits do not extend it, a new read does", async () => {
+    const clock = new ManualClock(1_000_000);
+    const store = new MemoryHoldStore(clock, { snapshotTtlMs: 1000 });
+    const key = { hash: KEY, period: DAY, amount: C, limit: 10n * C, includeByok: false };
+    await store.record({ ...snapshot(10n * C), readAt: clock.now() });
+    await store.record({ ...keySnapshot(0n), readAt: clock.now() });
+    expect(await store.admit(req('a', { key, balance: C }))).toMatchObject({ ok: true });
+    expect(await store.view(A)).toMatchObject({ balance: 10n * C });
+    // A commit of this process's own (no readAt) brings a newer snapshot, but not a newer read.
+    clock.advance(600);
+    await store.record({ ...snapshot(9n * C, 2n), ...keySnapshot(C, 2n), accountId: A });
+    clock.advance(400);
+    // The read is 1 s old: another process may have changed the account since; it is asked for again.
+    expect(await store.admit(req('b', { balance: C }))).toEqual({ ok: false, refused: 'snapshot', account: true, key: false });
+    expect(await store.view(A)).toBeUndefined();
+    // Read again, with what a CLI purchase did meanwhile (seq 3): it stands, and the key's stale read is asked for.
+    await store.record({ ...snapshot(109n * C, 3n), readAt: clock.now() });
+    expect(await store.view(A)).toMatchObject({ balance: 109n * C });
+    expect(await store.admit(req('c', { key, balance: C }))).toEqual({ ok: false, refused: 'snapshot', account: false, key: true });
+    // A read older than a commit keeps the commit's snapshot and counts as read.
+    await store.record({ ...keySnapshot(0n, 1n), readAt: clock.now() });
+    expect(await store.admit(req('d', { key: { ...key, amount: 8n * C } }))).toMatchObject({ ok: true }); // used 1 (seq 2) + held 1 ('a') + 8 ≤ 10
+    expect(await store.admit(req('e', { key: { ...key, amount: 1n } }))).toMatchObject({ ok: false, refused: 'key' });
+  });
+
+  it('without snapshotTtlMs a snapshot stands until a newer one replaces it', async () => {
+    const clock = new ManualClock(1_000_000);
+    const store = new MemoryHoldStore(clock);
+    await store.record(snapshot(10n * C));
+    clock.advance(86_400_000);
+    expect(await store.admit(req('a', { balance: C }))).toMatchObject({ ok: true, balance: 10n * C });
+  });
+});
+
 describe('expiry heap', () => {
   it('pops in deadline order whatever the push order', () => {
     fc.assert(

@@ -13,7 +13,8 @@ const goneAccount = () => new GatewayError('unauthorized', 'this API key belongs
 
 /**
  * An account's money as every process sees it: the hold store's view (ledger snapshot less pending
- * charges), loaded from the ledger when the store has none (first use, expired, or Redis restarted).
+ * charges), loaded from the ledger when the store has none (first use, expired, read too long ago for
+ * the in-process store, or Redis restarted).
  */
 export class AccountMoney {
   constructor(
@@ -28,10 +29,11 @@ export class AccountMoney {
    * waiting for it to be written first (the Redis store sends both in one call).
    */
   private async load(accountId: string, keyHash: string | undefined): Promise<void> {
-    const p = periodKeys(this.clock.now());
+    const readAt = this.clock.now();
+    const p = periodKeys(readAt);
     const snapshot = await this.ledger.moneySnapshot(accountId, keyHash ? { hash: keyHash, periods: [p.all, p.daily, p.weekly, p.monthly] } : undefined);
     if (!snapshot) throw goneAccount();
-    void this.holds.record(snapshot);
+    void this.holds.record({ ...snapshot, readAt });
   }
 
   /**

@@ -159,6 +159,12 @@ export interface LedgerUpdate {
   keys?: ReadonlyArray<{ hash: string; periods: readonly PeriodUsage[] }>;
   /** Generations the transaction recorded. */
   committed?: readonly string[];
+  /**
+   * When the update is a fresh read of the ledger (moneySnapshot, stamped by its reader) rather than
+   * what one of this process's commits wrote: a store that no other process writes to keeps what it
+   * read for a bounded time, so that changes made by other processes on the database show.
+   */
+  readAt?: number;
 }
 
 /** Accounts and their credit entries. */

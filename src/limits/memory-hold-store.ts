@@ -21,10 +21,17 @@ interface Scope {
   expiries: ExpiryHeap;
 }
 
+/** A key's usage in one period, with when it was last read from the ledger. */
+interface KeyField extends UsageField {
+  readAt: number;
+}
+
 interface AccountState {
   account: AccountSnapshot | undefined;
+  /** When the account's snapshot was last read from the ledger (its own commits do not count: see `snapshotTtlMs`). */
+  readAt: number;
   /** Key usage snapshots by `hash\u0000period`. */
-  keys: Map<string, UsageField>;
+  keys: Map<string, KeyField>;
   pending: PendingCharges;
   /**
    * The running holds by what they count against: the in-flight budget, the balance, and each key's
@@ -43,6 +50,15 @@ const MAX_ACCOUNTS = 100_000;
 
 const newScope = (): Scope => ({ total: 0n, holds: new Map(), expiries: new ExpiryHeap() });
 
+export interface MemoryHoldStoreOptions {
+  /**
+   * How long a snapshot read from the ledger stands before it is read again. This process's own
+   * commits keep it up to date, but no one tells it of another process's writes on the same database
+   * (the CLI's `credits add`, `ledger replay`): they show once it is read again. Without it, never.
+   */
+  snapshotTtlMs?: number;
+}
+
 /**
  * Holds and the money view in this process: one node's limits, exact, with no round trip. The same
  * rules as the Redis store (see hold-store.ts), on this process's clock.
@@ -50,8 +66,19 @@ const newScope = (): Scope => ({ total: 0n, holds: new Map(), expiries: new Expi
 export class MemoryHoldStore implements HoldStore {
   private readonly accounts = new Map<string, AccountState>();
   private version = 0;
+  private readonly snapshotTtlMs: number;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    options: MemoryHoldStoreOptions = {},
+  ) {
+    this.snapshotTtlMs = options.snapshotTtlMs ?? Infinity;
+  }
+
+  /** The snapshot read at `readAt` is still to be believed at `now`. */
+  private fresh(readAt: number, now: number): boolean {
+    return now - readAt < this.snapshotTtlMs;
+  }
 
   private state(accountId: string): AccountState {
     let s = this.accounts.get(accountId);
@@ -59,6 +86,7 @@ export class MemoryHoldStore implements HoldStore {
       if (this.accounts.size >= MAX_ACCOUNTS) this.forgetIdle();
       s = {
         account: undefined,
+        readAt: 0,
         keys: new Map(),
         pending: new PendingCharges(),
         budget: newScope(),
@@ -158,9 +186,11 @@ export class MemoryHoldStore implements HoldStore {
   admit(req: AdmitRequest): AdmitResult {
     const now = this.clock.now();
     const s = this.live(req.accountId, now);
-    const keyField = req.key ? s.keys.get(keyPeriodName(req.key.hash, req.key.period)) : undefined;
-    if (!s.account || (req.key && !keyField)) return { ok: false, refused: 'snapshot', account: !s.account, key: req.key !== undefined && !keyField };
-    const { balance } = moneyOf(s.account, s.pending.cost);
+    const found = req.key ? s.keys.get(keyPeriodName(req.key.hash, req.key.period)) : undefined;
+    const keyField = found && this.fresh(found.readAt, now) ? found : undefined;
+    const account = s.account && this.fresh(s.readAt, now) ? s.account : undefined;
+    if (!account || (req.key && !keyField)) return { ok: false, refused: 'snapshot', account: !account, key: req.key !== undefined && !keyField };
+    const { balance } = moneyOf(account, s.pending.cost);
     if (req.refuseNegative && balance < 0n) return { ok: false, refused: 'negative', balance };
     if (req.key && keyField) {
       const used = keyUsed(keyField, req.key.includeByok, s.pending.keyUsage(req.key.hash, req.key.period));
@@ -214,27 +244,35 @@ export class MemoryHoldStore implements HoldStore {
 
   async record(update: LedgerUpdate): Promise<void> {
     const s = this.live(update.accountId, this.clock.now());
-    if (update.account && (!s.account || update.account.seq > s.account.seq)) s.account = { ...update.account };
+    // A fresh read stands for `snapshotTtlMs` whichever snapshot is kept: a commit newer than the read
+    // read its rows back after it. A commit's own update leaves the time of the last read as it was.
+    const readAt = update.readAt;
+    if (update.account) {
+      if (!s.account || update.account.seq > s.account.seq) s.account = { ...update.account };
+      if (readAt !== undefined && readAt > s.readAt) s.readAt = readAt;
+    }
     for (const key of update.keys ?? []) {
       for (const p of key.periods) {
         const field = keyPeriodName(key.hash, p.period);
         const old = s.keys.get(field);
-        if (!old || p.seq > old.seq) s.keys.set(field, { seq: p.seq, usage: p.usage, byokUsage: p.byokUsage });
+        if (!old || p.seq > old.seq) s.keys.set(field, { seq: p.seq, usage: p.usage, byokUsage: p.byokUsage, readAt: Math.max(readAt ?? 0, old?.readAt ?? 0) });
+        else if (readAt !== undefined && readAt > old.readAt) old.readAt = readAt;
       }
     }
     for (const id of update.committed ?? []) s.pending.delete(id);
   }
 
   async view(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<MoneyView | undefined> {
-    const s = this.live(accountId, this.clock.now());
-    if (!s.account) return undefined;
+    const now = this.clock.now();
+    const s = this.live(accountId, now);
+    if (!s.account || !this.fresh(s.readAt, now)) return undefined;
     const { balance, totalUsage } = moneyOf(s.account, s.pending.cost);
     let keyUsage: MoneyView['keyUsage'];
     if (key) {
       keyUsage = new Map();
       for (const period of key.periods) {
         const field = s.keys.get(keyPeriodName(key.hash, period));
-        if (!field) {
+        if (!field || !this.fresh(field.readAt, now)) {
           keyUsage = undefined;
           break;
         }
