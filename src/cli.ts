@@ -11,6 +11,7 @@ import { chargesInLog } from './ledger/charge-record.js';
 import { csv, present } from './cli/present.js';
 import { startGateway, type Gateway } from './main.js';
 import { limitHeapGrowth } from './observability/heap-growth.js';
+import { DecimalText } from './admin/parse-input.js';
 import { settledWithin } from './settled-within.js';
 
 /** A database URL without its password, for messages. */
@@ -144,7 +145,7 @@ credits
   .option(...configOpt)
   .option(...jsonOpt)
   .action((account: string, amount: string, o: { kind: string; config?: string; json?: boolean }) =>
-    withGateway(o, (gw) => gw.admin.addCredits(account, { amount: Number(amount), kind: o.kind })),
+    withGateway(o, (gw) => gw.admin.addCredits(account, { amount: new DecimalText(amount), kind: o.kind })),
   );
 
 /** A CLI value that may clear a setting: `none` is null. */
@@ -166,7 +167,7 @@ keys
       withGateway(o, (gw) =>
         gw.admin.createKey(account, {
           ...(o.name ? { name: o.name } : {}),
-          ...(o.limit ? { limit: Number(o.limit) } : {}),
+          ...(o.limit ? { limit: new DecimalText(o.limit) } : {}),
           ...(o.limitReset ? { limit_reset: o.limitReset } : {}),
           ...(o.expiresAt ? { expires_at: o.expiresAt } : {}),
           ...(o.management ? { management: true } : {}),
@@ -191,7 +192,7 @@ keys
   .action((hash: string, o: { name?: string; limit?: string; limitReset?: string; expiresAt?: string; config?: string; json?: boolean }) => {
     const patch = {
       ...(o.name !== undefined ? { name: o.name } : {}),
-      ...(o.limit !== undefined ? { limit: orNone(o.limit, Number) } : {}),
+      ...(o.limit !== undefined ? { limit: orNone(o.limit, (v) => new DecimalText(v)) } : {}),
       ...(o.limitReset !== undefined ? { limit_reset: orNone(o.limitReset, String) } : {}),
       ...(o.expiresAt !== undefined ? { expires_at: orNone(o.expiresAt, String) } : {}),
     };

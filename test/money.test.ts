@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { creditsFromJson, creditsFromString, creditsToJson, formatCredits, priceFromString } from '../src/ledger/money.js';
+import { creditsFromJson, creditsFromString, creditsFromText, creditsToJson, formatCredits, priceFromString } from '../src/ledger/money.js';
 import { billedCompletionTokens, byokFee, costOf, pricingFrom } from '../src/ledger/pricing.js';
 
 describe('money', () => {
@@ -12,6 +12,30 @@ describe('money', () => {
     expect(() => creditsFromJson(1e-10)).toThrow(/more than 9 decimals/);
     expect(() => creditsFromString('1.2.3')).toThrow(/not a decimal/);
     expect(priceFromString('0.000000000000001')).toBe(1n);
+  });
+
+  it('reads a number as written (JSON number text) exactly, its exponent applied to the digits', () => {
+    expect(creditsFromText('123456789.123456789')).toBe(123_456_789_123_456_789n);
+    expect(creditsFromText('1.5e2')).toBe(150_000_000_000n);
+    expect(creditsFromText('-25E-1')).toBe(-2_500_000_000n);
+    expect(creditsFromText('1e-9')).toBe(1n);
+    expect(creditsFromText('0.000000001000000000e0')).toBe(1n); // trailing zeros are not decimals
+    expect(() => creditsFromText('12e-12')).toThrow(/more than 9 decimals/);
+    expect(() => creditsFromText('1e-10')).toThrow(/more than 9 decimals/);
+    expect(() => creditsFromText('1.0000000000000001')).toThrow(/more than 9 decimals/);
+    expect(() => creditsFromText('1e401')).toThrow(/out of range/);
+    expect(() => creditsFromText('0x10')).toThrow(/not a decimal/);
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 18n), max: 10n ** 18n }), fc.integer({ min: -5, max: 5 }), (n, shift) => {
+        // The same amount written with its point moved and an exponent to make up for it.
+        const text = formatCredits(n);
+        const [whole, frac = ''] = text.replace('-', '').split('.');
+        const digits = `${whole}${frac}`;
+        const at = (whole as string).length + shift;
+        const moved = at <= 0 ? `0.${'0'.repeat(-at)}${digits}` : at >= digits.length ? digits.padEnd(at, '0') : `${digits.slice(0, at)}.${digits.slice(at)}`;
+        expect(creditsFromText(`${n < 0n ? '-' : ''}${moved}e${-shift}`)).toBe(n);
+      }),
+    );
   });
 
   it('formats any amount back to the same decimal', () => {

@@ -69,6 +69,20 @@ const TAGS = [
 const STATUS_TEXT: Record<number, string> = { 200: 'OK', 201: 'Created', 204: 'No content' };
 
 /**
+ * A union member no JSON can carry (a value made in process, as DecimalText) is left out of the
+ * document: the member JSON Schema has for it (`{}`, anything) would say more is accepted than is.
+ */
+function leaveOutInProcessValues(ctx: { jsonSchema: Json }): void {
+  const anyOf = ctx.jsonSchema.anyOf;
+  if (!Array.isArray(anyOf)) return;
+  const represented = anyOf.filter((s) => typeof s !== 'object' || s === null || Object.keys(s).length > 0);
+  if (represented.length === anyOf.length) return;
+  delete ctx.jsonSchema.anyOf;
+  if (represented.length === 1) Object.assign(ctx.jsonSchema, represented[0]);
+  else ctx.jsonSchema.anyOf = represented;
+}
+
+/**
  * The JSON Schemas of one document: each zod schema converted once, for its input (request bodies,
  * queries) or its output (answers); schemas named with `.meta({id})` become components.
  */
@@ -78,7 +92,7 @@ class SchemaSet {
 
   /** `schema` as JSON Schema (draft 2020-12, OpenAPI 3.1's dialect), its named parts hoisted into components. */
   convert(schema: z.ZodType, io: 'input' | 'output'): Json {
-    const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
+    const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', override: leaveOutInProcessValues }) as Json;
     delete json.$schema;
     const defs = (json.$defs ?? {}) as Record<string, Json>;
     delete json.$defs;

@@ -43,6 +43,27 @@ export function creditsFromString(text: string): Nano {
   return parseDecimal(text, NANO_DECIMALS);
 }
 
+const NUMBER_TEXT = /^(-)?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+/** Exponents past this are refused rather than expanded (no amount within the contract needs one). */
+const MAX_EXPONENT = 400;
+
+/**
+ * A number as written (JSON number text, or its decimal digits as a string) to nanocredits, exactly:
+ * the exponent is applied to the digits, trailing zeros after the point do not count as decimals.
+ */
+export function creditsFromText(text: string): Nano {
+  const m = NUMBER_TEXT.exec(text.trim());
+  if (!m) throw new MoneyFormatError(`"${text}" is not a decimal number`);
+  const [, sign = '', whole = '', frac = '', exp = '0'] = m;
+  const e = Number(exp);
+  if (Math.abs(e) > MAX_EXPONENT) throw new MoneyFormatError(`"${text}" is out of range`);
+  const digits = whole + frac;
+  const point = whole.length + e;
+  const int = point <= 0 ? '0' : digits.slice(0, point).padEnd(point, '0');
+  const fraction = (point < 0 ? '0'.repeat(-point) + digits : digits.slice(Math.max(point, 0))).replace(/0+$/, '');
+  return parseDecimal(`${sign}${int}${fraction ? `.${fraction}` : ''}`, NANO_DECIMALS);
+}
+
 export function priceFromString(text: string): Femto {
   return parseDecimal(text, FEMTO_DECIMALS);
 }

@@ -7,6 +7,7 @@ import { requireAdmin } from '../auth.js';
 import { byokListSchema, providerHealthSchema } from '../dashboard-schemas.js';
 import { webhookListSchema, webhookTestSchema } from '../webhook-schemas.js';
 import type { AppDeps } from '../app-deps.js';
+import { withExactMoney } from '../exact-money.js';
 import { doc, type RouteDoc } from '../route-doc.js';
 
 type Params = Record<string, string>;
@@ -129,6 +130,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.register(async (scope) => {
     scope.addHook('onRequest', guard);
+    // Money fields as the client wrote them, not as the nearest double (exact-money.ts).
+    scope.addHook('preHandler', async (req) => {
+      req.body = withExactMoney(req.body, req.rawBody);
+    });
 
     scope.post('/api/v1/admin/accounts', docs.createAccount, async (req, reply) => reply.code(201).send({ data: await admin.createAccount(req.body) }));
     scope.get('/api/v1/admin/accounts', docs.listAccounts, async (req) => deps.reports.accounts(req.query));

@@ -5,6 +5,7 @@ import { keyPatchSchema, keysListQuerySchema, ownerNewKeySchema, rotationSchema 
 import type { KeyRecord } from '../../ledger/ledger.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
+import { withExactMoney } from '../exact-money.js';
 import { doc, type RouteDoc } from '../route-doc.js';
 
 type Params = Record<string, string>;
@@ -68,6 +69,10 @@ export function registerManagementRoutes(app: FastifyInstance, deps: AppDeps): v
     // The key is checked before the body is read: a request without a management key is a 401 whatever it carries.
     scope.addHook('onRequest', async (req) => {
       req.authenticatedKey = await authenticateKey(req, ledger, clock, 'management');
+    });
+    // Money fields as the client wrote them, not as the nearest double (exact-money.ts).
+    scope.addHook('preHandler', async (req) => {
+      req.body = withExactMoney(req.body, req.rawBody);
     });
 
     scope.get('/api/v1/keys', docs.list, async (req) => management.list(owner(req), req.query));
