@@ -4,6 +4,7 @@ import { countTokens } from 'gpt-tokenizer';
 import { estimate, type EstimateInput } from '../src/admission/estimate.js';
 import { billedUsage } from '../src/chat/billed-usage.js';
 import { parseConfig } from '../src/config/load.js';
+import { tokenUsage } from '../src/ledger/pricing.js';
 import { Catalog } from '../src/routing/catalog.js';
 import { ScriptedUpstream, type Script } from './helpers/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
@@ -306,6 +307,13 @@ describe('issue 7: the gateway charges what a request really costs', () => {
         billedUsage({ upstream, counted, contextLength: 1000, endedNormally: true });
       expect(ended({ promptTokens: 5, completionTokens: 1 })).toEqual({ usage: { promptTokens: 5, completionTokens: 1 }, source: 'upstream' });
       expect(ended({ promptTokens: 1001, completionTokens: 1 })).toEqual({ usage: counted(), source: 'counted' });
+      // The context holds prompt and completion together: a sum of exactly the context is believed, one over it is not.
+      expect(ended({ promptTokens: 600, completionTokens: 400 })).toEqual({ usage: { promptTokens: 600, completionTokens: 400 }, source: 'upstream' });
+      expect(ended({ promptTokens: 600, completionTokens: 401 })).toEqual({ usage: counted(), source: 'counted' });
+      expect(billedUsage({ upstream: tokenUsage(600, 10, 1001), counted, contextLength: 1000, endedNormally: true })).toEqual({
+        usage: counted(),
+        source: 'counted',
+      });
     });
 
     it('a stream that ends normally is charged the upstream final usage', async () => {

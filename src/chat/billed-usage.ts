@@ -10,10 +10,12 @@ export interface BilledUsage {
 /**
  * Whether an upstream's counts can be true. "A reported count that cannot be true (more tokens than
  * the model's context_length) is not believed: the gateway counts what it delivered instead"
- * (CONTRACT §7). A count within it is believed, reasoning billed beyond the request's cap included.
+ * (CONTRACT §7). The context holds the prompt and the completion together, so it is their sum (the
+ * larger of prompt + completion and total_tokens: billedCompletionTokens) that must fit. A count within
+ * it is believed, reasoning billed beyond the request's cap included.
  */
 export function believable(u: TokenUsage, contextLength: number): boolean {
-  return u.promptTokens <= contextLength && u.completionTokens <= contextLength && billedCompletionTokens(u) <= contextLength;
+  return u.promptTokens + billedCompletionTokens(u) <= contextLength;
 }
 
 export interface BilledUsageInput {
