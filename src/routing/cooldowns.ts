@@ -35,13 +35,27 @@ export interface CooldownStart {
   code: string | undefined;
 }
 
+/** The longest retry hint passed on to a client: past it, an upstream's hint is taken as this. */
+export const MAX_RETRY_HINT_MS = 86_400_000;
+
+/**
+ * An upstream's retry hint as the gateway passes it on (CONTRACT §6: Retry-After is the smallest hint
+ * the providers gave): finite, non-negative and at most a day (an absurd `retry-after-ms`, such as
+ * 1e400, is not sent on as it came).
+ */
+export function retryHint(retryAfterMs: number): number {
+  if (Number.isNaN(retryAfterMs) || retryAfterMs <= 0) return 0;
+  return Math.min(Math.ceil(retryAfterMs), MAX_RETRY_HINT_MS);
+}
+
 /**
  * Endpoints that answered 429 with a retry hint are skipped, for that credential, for as long as they
  * asked, but never longer than `maxMs` (spec, 429 origin B: fallback routing first retries other
- * providers for the same model). An upstream's hint is not trusted without bound.
+ * providers for the same model). An upstream's hint is not trusted without bound for the cooldown;
+ * what it asked for is still what a skipped endpoint's hint says.
  */
 export class Cooldowns {
-  private readonly until = new Map<string, { until: number; code: string | undefined }>();
+  private readonly until = new Map<string, { until: number; askedUntil: number; code: string | undefined }>();
 
   constructor(
     private readonly clock: Clock,
@@ -50,14 +64,11 @@ export class Cooldowns {
     private readonly onStart?: (start: CooldownStart) => void,
   ) {}
 
-  /** An upstream's retry hint, made finite, non-negative and at most the cap. */
-  bound(retryAfterMs: number): number {
-    if (Number.isNaN(retryAfterMs) || retryAfterMs <= 0) return 0;
-    return Math.min(Math.ceil(retryAfterMs), this.maxMs);
-  }
-
-  /** When the endpoint may be tried again, if it is cooling down now. */
-  cooling(key: string): { remainingMs: number; code: string | undefined } | undefined {
+  /**
+   * When the endpoint may be tried again, if it is cooling down now (`remainingMs`), and how long its
+   * upstream asked to wait from now (`retryAfterMs`, at least the cooldown).
+   */
+  cooling(key: string): { remainingMs: number; retryAfterMs: number; code: string | undefined } | undefined {
     // Nearly always none: then the key, built for this request, is not hashed for a lookup.
     if (this.until.size === 0) return undefined;
     const entry = this.until.get(key);
@@ -67,7 +78,7 @@ export class Cooldowns {
       this.until.delete(key);
       return undefined;
     }
-    return { remainingMs, code: entry.code };
+    return { remainingMs, retryAfterMs: Math.max(remainingMs, entry.askedUntil - this.clock.now()), code: entry.code };
   }
 
   /** The endpoints cooling down now (provider and upstream model; the credential stays a hash, left out), soonest end first. */
@@ -85,12 +96,17 @@ export class Cooldowns {
     return list.sort((a, b) => a.remainingMs - b.remainingMs);
   }
 
+  /** The endpoint answered 429 asking to wait `retryAfterMs`: it cools down that long, at most `maxMs`. */
   note(key: string, retryAfterMs: number, code: string | undefined): void {
-    const wait = this.bound(retryAfterMs);
+    const asked = retryHint(retryAfterMs);
+    const wait = Math.min(asked, this.maxMs);
     if (wait <= 0) return;
-    const until = this.clock.now() + wait;
+    const now = this.clock.now();
+    const until = now + wait;
     const current = this.until.get(key);
-    if (!current || current.until < until) this.until.set(key, { until, code });
+    const askedUntil = Math.max(now + asked, current?.askedUntil ?? 0);
+    if (!current || current.until < until) this.until.set(key, { until, askedUntil, code });
+    else current.askedUntil = askedUntil;
     if (this.onStart && (!current || current.until <= this.clock.now())) {
       const [provider = '', model = '', credential = ''] = key.split('\u0000');
       this.onStart({ provider, model, credential, untilMs: until, code });

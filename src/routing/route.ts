@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ProviderError, type ChatAnswer, type ProviderAdapter, type ProviderFailure, type StreamBatch, type UpstreamBody } from '../providers/provider.js';
-import { cooldownKey, type Cooldowns } from './cooldowns.js';
+import { cooldownKey, retryHint, type Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
 import type { CancelSignal } from '../cancellation.js';
 
@@ -99,7 +99,7 @@ export async function route(input: RouteInput): Promise<Routed> {
         failure: {
           kind: 'rate_limited',
           message: 'skipped: it asked to wait after rate limiting a request',
-          retryAfterMs: cooling.remainingMs,
+          retryAfterMs: cooling.retryAfterMs,
           ...(cooling.code === undefined ? {} : { code: cooling.code }),
         },
       });
@@ -129,9 +129,10 @@ export async function route(input: RouteInput): Promise<Routed> {
       return { attempt, answer, isByok: byok !== undefined, failures, sentAt };
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
-      // An upstream's retry hint is bounded before anything uses it (the cooldown, the Retry-After sent).
+      // An upstream's retry hint is made finite (at most a day) before anything uses it: the Retry-After
+      // sent is the hint, the cooldown is the hint capped at routing.max_cooldown_ms.
       const hint = err.failure.retryAfterMs;
-      const failure = hint === undefined ? err.failure : { ...err.failure, retryAfterMs: input.cooldowns.bound(hint) };
+      const failure = hint === undefined ? err.failure : { ...err.failure, retryAfterMs: retryHint(hint) };
       failures.push({ attempt, failure });
       input.metrics.upstreamFailure(attempt.endpoint.provider, failure.kind);
       if (failure.kind === 'rate_limited' && failure.retryAfterMs !== undefined) {
