@@ -42,6 +42,19 @@ function fromGateway(err: GatewayError, log?: Logger, reqId?: string): HttpError
   return { status: err.status, headers: err.headers, body: { error } };
 }
 
+/**
+ * What the log line of a refused or failed request says about why (CONTRACT §10): the error's code,
+ * its limit_source or limit, and the providers tried.
+ */
+export function whyFailed(err: unknown): Record<string, unknown> {
+  if (!isGatewayError(err)) return { error: 'internal' };
+  const m = err.metadata ?? {};
+  const fields: Record<string, unknown> = { error: err.code };
+  for (const name of ['limit_source', 'limit', 'reason', 'provider_code'] as const) if (m[name] !== undefined) fields[name] = m[name];
+  if (err.logged) Object.assign(fields, err.logged);
+  return fields;
+}
+
 /** A 402, or a 429 from the platform's own limits (an upstream's 429 carries no `limit`). */
 function countRefusal(e: HttpError, metrics: Metrics): void {
   const metadata = e.body.error.metadata;
@@ -53,6 +66,8 @@ export function registerErrorHandling(app: FastifyInstance, log: Logger, metrics
   app.setErrorHandler((err, req, reply) => {
     const e = toHttpError(err, log, req.id);
     countRefusal(e, metrics);
+    // Whatever refused it (a hook, as the DDoS guard, or a route), the request's log line says why.
+    if (isGatewayError(err)) req.logFields = { ...req.logFields, ...whyFailed(err) };
     void reply.code(e.status).headers(e.headers).send(e.body);
   });
   app.setNotFoundHandler((req, reply) => {

@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chatCompletionChunkSchema, chatCompletionSchema } from '../../chat/answer-schemas.js';
 import type { Started } from '../../chat/chat-service.js';
 import { chatRequestSchema } from '../../chat/request-schema.js';
-import { isGatewayError } from '../../errors.js';
 import { triedProviders } from '../../routing/route.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
@@ -10,22 +9,13 @@ import { doc } from '../route-doc.js';
 import { writeSse } from '../sse.js';
 import { Cancellation } from '../../cancellation.js';
 import { isPromise, type Awaitable } from '../../awaitable.js';
+import { whyFailed } from '../error-handler.js';
 import type { KeyRecord } from '../../ledger/ledger.js';
 
 /** The model a request named, for its log line (what the client sent, cut short). */
 function requestedModel(body: unknown): string | undefined {
   const model = body !== null && typeof body === 'object' ? (body as { model?: unknown }).model : undefined;
   return typeof model === 'string' ? model.slice(0, 200) : undefined;
-}
-
-/** What the log line of a refused or failed request says about why: the error's code and limit, and the providers tried. */
-function whyFailed(err: unknown): Record<string, unknown> {
-  if (!isGatewayError(err)) return { error: 'internal' };
-  const m = err.metadata ?? {};
-  const fields: Record<string, unknown> = { error: err.code };
-  for (const name of ['limit_source', 'limit', 'reason', 'provider_code'] as const) if (m[name] !== undefined) fields[name] = m[name];
-  if (err.logged) Object.assign(fields, err.logged);
-  return fields;
 }
 
 /** POST /api/v1/chat/completions: OpenAI's API with OpenRouter's routing fields. */
@@ -111,7 +101,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       await writeSse(reply.raw, { ...hooked, ...headers }, chat.relay(started, controller.signal), controller.signal);
       return reply;
     } catch (err) {
-      Object.assign(log, whyFailed(err));
+      Object.assign(log, whyFailed(err)); // a streamed answer's error does not reach the error handler
       throw err;
     } finally {
       // Every path settles; one that ended before any output (the client gone first) releases its holds.
