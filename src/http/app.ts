@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AppDeps } from './app-deps.js';
 import type { KeyRecord } from '../ledger/ledger.js';
 import { isPromise, type Awaitable } from '../awaitable.js';
 import { registerDashboard } from './dashboard.js';
-import { registerErrorHandling, toHttpError } from './error-handler.js';
+import { clientErrorAnswer, registerErrorHandling, toHttpError } from './error-handler.js';
+import { GatewayError } from '../errors.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerChatRoute } from './routes/chat-completions.js';
 import { registerMetricsRoute } from './routes/metrics.js';
@@ -16,6 +18,9 @@ import type { DocumentedRoute } from './openapi-document.js';
 
 /** A request id a client may send (`X-Request-Id`) and have kept: short, and plain characters only. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+const shuttingDown = () =>
+  new GatewayError('unavailable', 'the gateway is shutting down: send the request again, on a new connection', { headers: { 'retry-after': '1' } });
 
 /** The HTTP app: the only code that knows the web framework. */
 export function buildApp(deps: AppDeps): FastifyInstance {
@@ -34,7 +39,23 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     bodyLimit: Math.floor(deps.config.listen.body_limit_mb * 1024 * 1024),
     trustProxy: deps.config.listen.trust_proxy,
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // While closing, requests still arriving on open connections are answered 503 by the onRequest
+    // hook below, in the contract's shape and with X-Request-Id (Fastify's own 503 has neither).
+    return503OnClosing: false,
+    // A request the HTTP parser refuses never reaches a route: its answer is written here, in the
+    // contract's shape with an X-Request-Id of its own, and the connection closed (as Node does).
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      if (socket.writable) {
+        const e = clientErrorAnswer(err.code);
+        const body = JSON.stringify(e.body);
+        socket.write(
+          `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: req-${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      }
+      socket.destroy(err);
+    },
     // Errors Fastify raises before routing (a malformed URL) get the same body as every other. Its
     // reply here is typed for no route at all, hence the casts: a marked seam.
     frameworkErrors: (err, req, reply) => {
@@ -77,6 +98,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       maxAge: 600,
     });
   }
+  // Shutdown began (app.close()): Fastify has set `Connection: close` on what still arrives.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   const probes = new Set(['/health', '/health/ready', '/metrics']);
   app.decorateRequest('logFields', undefined);
   app.decorateRequest('authenticatedKey', undefined);
@@ -101,6 +128,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       const fields = { reqId: req.id, method: req.method, path: req.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), ...req.logFields };
       req.log[level](reply.raw.writableFinished ? fields : { ...fields, client_gone: true }, 'request');
     });
+    if (closing) return done(shuttingDown());
     let checked: Awaitable<void>;
     try {
       checked = deps.ddos.check(req.ip);

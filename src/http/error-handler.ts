@@ -43,6 +43,21 @@ function fromGateway(err: GatewayError, log?: Logger, reqId?: string): HttpError
 }
 
 /**
+ * The answer to a request Node's HTTP parser refused before any route could see it (the connection is
+ * closed after it): a request timed out (408), headers over the parser's limit (431), anything else
+ * malformed (400).
+ */
+export function clientErrorAnswer(code: string | undefined): HttpError {
+  const [status, message] =
+    code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'the request was not received in time (its headers or body came too slowly)']
+      : code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'the request headers are larger than the limit (16 KB in all)']
+        : [400, 'malformed HTTP request'];
+  return { status, headers: {}, body: { error: { code: status, message } } };
+}
+
+/**
  * What the log line of a refused or failed request says about why (CONTRACT §10): the error's code,
  * its limit_source or limit, and the providers tried.
  */
