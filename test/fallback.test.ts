@@ -22,7 +22,7 @@ const limited = (code: string, retryAfterSeconds?: number): Script => ({
   body: { error: { code, message: 'slow down' } },
   ...(retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(retryAfterSeconds) } }),
 });
-const failing: Script = { kind: 'json', status: 503, body: { error: { message: 'overloaded' } } };
+const failing: Script = { kind: 'json', status: 500, body: { error: { message: 'internal server error' } } };
 const chunk = (content: string) =>
   JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
 const price = { prompt: '0.000001', completion: '0.000002' };
@@ -160,7 +160,26 @@ describe('provider and model fallback (spec: Errors / 429 origin B, Events)', ()
     expect(res.status).toBe(502);
     const body = (await res.json()) as Err;
     expect(body.error.metadata.attempts).toHaveLength(2);
-    expect(body.error.metadata.attempts[0]).toMatchObject({ provider: 'alpha', status: 503 });
+    expect(body.error.metadata.attempts[0]).toMatchObject({ provider: 'alpha', status: 500 });
+  });
+
+  it('an upstream at capacity (a 529, a 503 saying it is overloaded) is origin B of the 429 once every provider is exhausted', async () => {
+    a.script({ kind: 'json', status: 503, body: { error: { type: 'overloaded_error', message: 'Overloaded' } } });
+    b.script({ kind: 'json', status: 529, body: { error: { type: 'overloaded_error', message: 'Overloaded' } } });
+    const res = await ask();
+    expect(res.status).toBe(429);
+    expect(((await res.json()) as Err).error.metadata).toMatchObject({ provider_name: 'alpha', provider_code: 'overloaded_error' });
+    expect(res.headers.get('x-ratelimit-limit')).toBeNull();
+    // A 503 that asks to come back later is at capacity too; one that says neither is a failure (502).
+    a.script({ kind: 'json', status: 503, headers: { 'retry-after': '3' }, body: { error: { message: 'try later' } } });
+    b.script({ kind: 'json', status: 503, headers: { 'retry-after': '9' }, body: 'Service Unavailable' });
+    const later = await ask();
+    expect(later.status).toBe(429);
+    expect(later.headers.get('retry-after')).toBe('3');
+    clock.advance(10_000); // past both cooldowns
+    a.script({ kind: 'json', status: 503, body: 'Service Unavailable' });
+    b.script({ kind: 'json', status: 503, body: { error: { message: 'upstream connect error' } } });
+    expect((await ask()).status).toBe(502);
   });
 
   it("after output reached the client there is no fallback: the spec's error event ends the stream, charged once for what was delivered", async () => {
@@ -187,6 +206,10 @@ describe('provider and model fallback (spec: Errors / 429 origin B, Events)', ()
     a.script({ kind: 'sse', events: [chunk('hello '), JSON.stringify({ error: { code: 'rate_limit_exceeded', message: 'too fast' } })], done: false });
     const events = await readSse(await ask({ stream: true }));
     expect((events.at(-1) as Record<string, any>).error).toMatchObject({ code: 429, metadata: { provider_code: 'rate_limit_exceeded' } });
+    // Anthropic's overloaded_error mid-stream: at capacity, the same 429 event.
+    a.script({ kind: 'sse', events: [chunk('hello '), JSON.stringify({ error: { type: 'overloaded_error', message: 'Overloaded' } })], done: false });
+    const overloaded = await readSse(await ask({ stream: true }));
+    expect((overloaded.at(-1) as Record<string, any>).error).toMatchObject({ code: 429, metadata: { provider_code: 'overloaded_error' } });
   });
 
   it('the total timeout ends a stream that goes on too long', async () => {

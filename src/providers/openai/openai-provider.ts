@@ -16,7 +16,7 @@ import { plainStreamEvent, streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
 import { sseBatches } from './sse-batches.js';
 import { requestUpstream, type UpstreamBody, type UpstreamResponse } from './upstream-response.js';
-import { describeUpstreamError, redactSecrets } from './upstream-error.js';
+import { describeUpstreamError, rateLimitedMidStream, rateLimitedOrAtCapacity, redactSecrets } from './upstream-error.js';
 import type { CancelSignal } from '../../cancellation.js';
 import { jsonString } from '../../json-string.js';
 
@@ -99,10 +99,11 @@ export class OpenAiProvider implements ProviderAdapter {
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const text = await res.body.text(MAX_ERROR_BODY).catch(() => '');
       const wait = retryAfterMs(res.headers, clock.now());
+      const described = describeUpstreamError(res.statusCode, text, call.apiKey);
       const failure: ProviderFailure = {
-        kind: res.statusCode === 429 ? 'rate_limited' : 'http',
+        kind: rateLimitedOrAtCapacity(res.statusCode, described, wait !== undefined) ? 'rate_limited' : 'http',
         status: res.statusCode,
-        ...describeUpstreamError(res.statusCode, text, call.apiKey),
+        ...described,
       };
       if (wait !== undefined) failure.retryAfterMs = wait;
       throw new ProviderError(failure);
@@ -159,7 +160,7 @@ export class OpenAiProvider implements ProviderAdapter {
     if (chunk.error && typeof chunk.error === 'object') {
       const e = chunk.error as Record<string, unknown>;
       const code = e.code ?? e.type;
-      const rateLimited = code === 429 || code === '429' || code === 'rate_limit_exceeded' || e.type === 'rate_limit_error';
+      const rateLimited = rateLimitedMidStream(code, e.type);
       throw new ProviderError({
         kind: rateLimited ? 'rate_limited' : 'http',
         message: typeof e.message === 'string' ? redactSecrets(e.message, [sentKey]).slice(0, 300) : 'upstream reported an error mid-stream',

@@ -34,3 +34,23 @@ export function describeUpstreamError(status: number, text: string, sentKey: str
   else if (detail) message += `: ${redactSecrets(detail, [sentKey]).slice(0, 300)}`;
   return code === undefined ? { message } : { code, message };
 }
+
+/** What providers call being overloaded: Anthropic's `overloaded_error`, "at capacity", "currently overloaded". */
+const AT_CAPACITY = /overload|capacity/i;
+
+/**
+ * Whether an upstream's error says it is rate limiting or at capacity (spec, 429 origin B): a 429; a
+ * 529 (overloaded); a 503 that gives a retry hint or names itself overloaded or at capacity. Any other
+ * error status is a failure of its own (502 once fallback is exhausted).
+ */
+export function rateLimitedOrAtCapacity(status: number, failure: Pick<ProviderFailure, 'code' | 'message'>, hasRetryHint: boolean): boolean {
+  if (status === 429 || status === 529) return true;
+  if (status !== 503) return false;
+  return hasRetryHint || AT_CAPACITY.test(failure.code ?? '') || AT_CAPACITY.test(failure.message);
+}
+
+/** Whether an error event an upstream sent mid-stream says it is rate limiting or at capacity. */
+export function rateLimitedMidStream(code: unknown, type: unknown): boolean {
+  if (code === 429 || code === '429' || code === 529 || code === '529' || code === 'rate_limit_exceeded' || type === 'rate_limit_error') return true;
+  return (typeof code === 'string' && AT_CAPACITY.test(code)) || (typeof type === 'string' && AT_CAPACITY.test(type));
+}
