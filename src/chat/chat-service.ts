@@ -60,6 +60,11 @@ export interface Started {
 /** Server-sent events' text: one or more `data: …` events, ready to write. */
 export type SseText = string;
 
+/** What the consumer of `relay` answers an item with: the item was written, and the consumer stops there. */
+export const WRITTEN_THEN_STOP = 'written-then-stop';
+/** What the consumer of `relay` resumes it with: undefined when it wrote the last item and wants more. */
+export type RelayReply = typeof WRITTEN_THEN_STOP | undefined;
+
 /** The SDK's error_type for a failure (OpenRouter's stream error metadata). */
 function errorTypeOf(failure: ProviderFailure): string {
   switch (failure.kind) {
@@ -315,10 +320,12 @@ export class ChatService {
    * the response in one write. An answer that came whole in one upstream read goes out with them,
    * in one write as a whole answer does; a stream already under way sends its last read at once (its
    * last tokens do not wait for the commit, and a client gone meanwhile shows as a failed write). A
-   * client that goes away (the consumer stops, or `signal` aborts) is charged for what was delivered.
+   * client that goes away (the consumer stops, or `signal` aborts) is charged for what was delivered:
+   * an item counts once the consumer resumes the generator after it (it wrote the item), with
+   * WRITTEN_THEN_STOP when it wrote it and stops there; an item it drops unwritten (return()) does not.
    * Settles once.
    */
-  async *relay(started: Started, signal: CancelSignal): AsyncGenerator<SseText, SseText | undefined> {
+  async *relay(started: Started, signal: CancelSignal): AsyncGenerator<SseText, SseText | undefined, RelayReply> {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'stream') throw new GatewayError('internal', 'expected a stream');
     const head = chunkHead(served);
@@ -347,29 +354,40 @@ export class ChatService {
     try {
       // One write per upstream read: the events of a batch go out together.
       for await (const batch of routed.answer.events) {
+        // What the batch delivers counts once it is written: after the yield, when the consumer resumes.
         let out = '';
+        let batchDelivered = '';
+        let batchFinish: string | null = finish;
+        let batchUsage: TokenUsage | undefined = upstreamUsage;
+        let batchUsageRaw: unknown = upstreamUsageRaw;
         for (const event of batch.events) {
           if (event.usage && event.chunk) {
-            upstreamUsage = event.usage;
-            upstreamUsageRaw = event.chunk.usage ?? (event.chunk.x_groq as Chunk | undefined)?.usage;
+            batchUsage = event.usage;
+            batchUsageRaw = event.chunk.usage ?? (event.chunk.x_groq as Chunk | undefined)?.usage;
           }
           const text = relayedChunkText(event, served, head);
           if (text === undefined) continue;
-          delivered += event.delivered;
-          finish = event.finishReason ?? finish;
+          batchDelivered += event.delivered;
+          batchFinish = event.finishReason ?? batchFinish;
           out += `data: ${text}\n\n`;
         }
+        let reply: RelayReply;
         if (batch.last && !underWay) {
           lastRead += out;
-          continue;
-        }
-        // (Were a batch ever to follow one marked last, both go out, in order.)
-        const text = lastRead + out;
-        lastRead = '';
-        if (text) {
+        } else if (lastRead || out) {
+          // (Were a batch ever to follow one marked last, both go out, in order.)
+          const text = lastRead + out;
+          lastRead = '';
           underWay = true;
-          yield text;
+          // The consumer resumes this once it wrote the text; a text it did not write ends the
+          // generator here (return()), and so is not counted.
+          reply = yield text;
         }
+        delivered += batchDelivered;
+        finish = batchFinish;
+        upstreamUsage = batchUsage;
+        upstreamUsageRaw = batchUsageRaw;
+        if (reply === WRITTEN_THEN_STOP) return undefined; // the client is gone: `finally` charges what was written
       }
       const billed = finalUsage(true);
       const { cost, durable } = settle(false, billed);

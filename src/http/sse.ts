@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import type { CancelSignal } from '../cancellation.js';
-import type { SseText } from '../chat/chat-service.js';
+import { WRITTEN_THEN_STOP, type RelayReply, type SseText } from '../chat/chat-service.js';
 
 /**
  * Writes a relayed stream as server-sent events, honouring backpressure: each item yielded (the events
- * of one upstream read) is one write, and the generator's return value (the closing events) goes out
+ * of one upstream read) is one write, counted by the producer as delivered once written (RelayReply), and the generator's return value (the closing events) goes out
  * with the end of the response, in one write. Stops (and so lets the producer settle) when the client
  * goes away, or when `signal` cancels the request while the client is not reading (past the request
  * deadline, or at shutdown): a client that stops reading without leaving is cut off then, so that its
@@ -13,7 +13,7 @@ import type { SseText } from '../chat/chat-service.js';
 export async function writeSse(
   raw: ServerResponse,
   headers: Record<string, string>,
-  items: AsyncGenerator<SseText, SseText | undefined>,
+  items: AsyncGenerator<SseText, SseText | undefined, RelayReply>,
   signal: CancelSignal,
 ): Promise<void> {
   // The headers go out with the first events (the route starts the stream once output arrived).
@@ -27,7 +27,9 @@ export async function writeSse(
   let closing: SseText | undefined;
   try {
     for (;;) {
+      // Asking for the next item tells the producer the last one was written (it counts it then).
       const item = await items.next();
+      // The client left while the item was made: it is not written, and so not counted (return()).
       if (raw.destroyed) break;
       if (item.done) {
         closing = item.value;
@@ -35,9 +37,11 @@ export async function writeSse(
       }
       if (!raw.write(item.value)) {
         await drainedOrClosed(raw, signal);
-        // Not drained: the client is gone, or the request was cancelled while it was not reading.
-        if (raw.writableNeedDrain) {
+        // Not drained: the client is gone, or the request was cancelled while it was not reading. The
+        // item was written all the same: the producer counts it, and reads nothing more.
+        if (raw.destroyed || raw.writableNeedDrain) {
           raw.destroy();
+          await items.next(WRITTEN_THEN_STOP);
           break;
         }
       }
