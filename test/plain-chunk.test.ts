@@ -98,6 +98,13 @@ describe('plain chunks (relayed without parsing)', () => {
   const base = '"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"';
   const delta = (d: string, rest = '') => `{${base},"choices":[{"index":0,"delta":${d},"finish_reason":null}]${rest}}`;
 
+  it('leaves a chunk of megabytes to the parser (the expression would overflow its stack on it), relayed and counted the same', () => {
+    const text = delta(JSON.stringify({ content: 'word '.repeat(2_000_000) }));
+    expect(plainChunk(text)).toBeUndefined();
+    expect(plainStreamEvent(text)).toBeUndefined();
+    expect(parsed(text).delivered).toBe('word '.repeat(2_000_000));
+  });
+
   it('reads escapes in the text as JSON does', () => {
     const text = delta(String.raw`{"content":"a \"quoted\" word\n\u00e9\\"}`);
     expect(plainChunk(text)?.delivered).toBe('a "quoted" word\né\\');

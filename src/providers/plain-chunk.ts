@@ -60,8 +60,15 @@ function plain(members: string, delivered: string): PlainChunk {
   return { members: members.startsWith(',') ? members.slice(1) : members, delivered, output: delivered.length > 0 };
 }
 
+/**
+ * Longer chunks are left to the parser: a plain chunk holds a few words, and the expression's
+ * backtracking over one string of megabytes overflows V8's regexp stack (a RangeError, not a miss).
+ */
+const MAX_PLAIN_LENGTH = 65_536;
+
 /** The chunk's text read as a plain chunk, or undefined when it is not one (then it must be parsed). */
 export function plainChunk(text: string): PlainChunk | undefined {
+  if (text.length > MAX_PLAIN_LENGTH) return undefined;
   const m = PLAIN.exec(text);
   if (!m) return undefined;
   const [, tier = '', before, choices = '', onlyContent, after, obfuscation = ''] = m;
