@@ -186,7 +186,10 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
         'charge journal: a problem with its files (one it could not read or delete is kept, and a later start applies it, each charge once)',
       ),
     onChargeRejected: (err, charge) => {
-      logger.error({ err, generation: charge.id, account: charge.accountId }, 'the ledger refused one charge repeatedly; it was set aside');
+      logger.error(
+        { err, generation: charge.id, account: charge.accountId },
+        'a charge could not be written (the ledger refused it repeatedly, or had closed); it was set aside',
+      );
       logger.error({ charge: toChargeRecord(charge) }, UNWRITTEN_CHARGE);
     },
     durableWaitMs: config.ledger.durable_wait_ms,
@@ -354,8 +357,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       // (72 s). Close them as they go idle: shutdown then ends when the last request settles.
       const idleSweep = options.listen === false ? undefined : setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
       let unwritten: Charge[];
+      // A server that failed to close (a hook that threw) still has its running requests to finish,
+      // within the grace: the ledger must not close under them. The failure is thrown at the end.
+      let closeFailure: unknown;
       try {
-        await app.close();
+        await app.close().catch((err: unknown) => (closeFailure = err ?? new Error('the server failed to close')));
         await inflight.idle();
       } finally {
         clearTimeout(grace);
@@ -384,6 +390,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
           `${unwritten.length} charge(s) could not be written to the ledger within ledger.shutdown_deadline_ms; each is logged as an "${UNWRITTEN_CHARGE}" line: replay them with \`tollgate ledger replay LOGFILE\``,
         );
       }
+      if (closeFailure !== undefined) throw closeFailure;
     })();
     return closing;
   };

@@ -215,6 +215,8 @@ export class KyselyLedger implements Ledger {
   /** Reads again, once final, the segments a start applied while a running process might still write them. */
   private leftoverTimer: NodeJS.Timeout | undefined;
   private closing = false;
+  /** close() has answered the charges it could not write: no charge is queued any more. */
+  private closed = false;
   /** Answers held back past the backlog bound (awaitDurable), each waiting for its own charge's write. */
   private readonly heldBack = new Set<(durable: boolean) => void>();
   /** Set by releaseAnswers (shutdown past its grace): no answer is held back any more. */
@@ -537,6 +539,11 @@ export class KyselyLedger implements Ledger {
     // A generation is charged once: while one with this id waits to be written, a second is the same.
     const already = this.pendingCharges.get(charge.id);
     if (already) return already.written;
+    // Past close() no charge can be written: it is handed over to be logged in full, for replay.
+    if (this.closed) {
+      this.options.onChargeRejected?.(new Error('the ledger is closed'), charge);
+      return Promise.resolve();
+    }
     const { queued, written } = this.pend(charge);
     this.queue.push(queued);
     this.schedule();
@@ -1095,7 +1102,9 @@ export class KyselyLedger implements Ledger {
     // and the next start applies it (recoverJournal).
     if ((this.unapplied.length > 0 || this.applying) && Date.now() < deadline) await settledWithin(this.applyJournaled(), deadline - Date.now());
     this.journalStep((j) => j.close());
-    // The charges that are not durable are answered, for the caller to log in full.
+    // The charges that are not durable are answered, for the caller to log in full; any later one is
+    // handed to onChargeRejected as it comes (charge()).
+    this.closed = true;
     const unwritten = [...this.pendingCharges.values()].filter((p) => !p.journaled).map((p) => p.charge);
     // A database that stopped answering mid-transaction can keep its connection busy for good: the
     // unwritten charges are answered whether or not the pool closes in time.
