@@ -16,16 +16,17 @@ export async function writeSse(
   items: AsyncGenerator<SseText, SseText | undefined, RelayReply>,
   signal: CancelSignal,
 ): Promise<void> {
-  // The headers go out with the first events (the route starts the stream once output arrived).
-  raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    ...headers,
-  });
   let closing: SseText | undefined;
   try {
+    // The headers go out with the first events (the route starts the stream once output arrived).
+    // Inside the try: a head that cannot be written still ends the producer (its upstream, its charge).
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      ...headers,
+    });
     for (;;) {
       // Asking for the next item tells the producer the last one was written (it counts it then).
       const item = await items.next();
@@ -48,7 +49,8 @@ export async function writeSse(
     }
   } finally {
     await items.return(undefined);
-    if (!raw.destroyed) {
+    // A head that failed leaves the response to the caller (endFailedStream), not to an empty 200.
+    if (!raw.destroyed && raw.headersSent) {
       if (closing) raw.end(closing);
       else raw.end();
     }
@@ -69,4 +71,23 @@ function drainedOrClosed(raw: ServerResponse, signal: CancelSignal): Promise<voi
     raw.on('close', done);
     signal.once('abort', done);
   });
+}
+
+/**
+ * Ends a stream whose writing failed (the route had taken the response over, so nothing else will):
+ * an error answer when no head went out yet, else the connection is cut (the client sees the stream
+ * end without its closing events).
+ */
+export function endFailedStream(raw: ServerResponse, answer: { status: number; body: unknown }, requestId: string): void {
+  if (raw.writableEnded || raw.destroyed) return;
+  if (raw.headersSent) {
+    raw.destroy();
+    return;
+  }
+  try {
+    raw.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId });
+    raw.end(JSON.stringify(answer.body));
+  } catch {
+    raw.destroy();
+  }
 }

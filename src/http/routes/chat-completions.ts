@@ -6,10 +6,10 @@ import { triedProviders } from '../../routing/route.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
 import { doc } from '../route-doc.js';
-import { writeSse } from '../sse.js';
+import { endFailedStream, writeSse } from '../sse.js';
 import { Cancellation } from '../../cancellation.js';
 import { isPromise, type Awaitable } from '../../awaitable.js';
-import { whyFailed } from '../error-handler.js';
+import { toHttpError, whyFailed } from '../error-handler.js';
 import type { KeyRecord } from '../../ledger/ledger.js';
 
 /** The model a request named, for its log line (what the client sent, cut short). */
@@ -80,6 +80,7 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       controller.abort(new DOMException(`the request ran past its deadline (${config.limits.request_deadline_ms} ms)`, 'TimeoutError')),
     );
     inflight.add(controller);
+    let hijacked = false;
     try {
       started = await chat.start(key, req.body, controller.signal, req.rawBody);
       const { served, routed } = started;
@@ -96,13 +97,18 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
           .send(await chat.complete(started));
       }
       reply.hijack();
+      hijacked = true;
       // A hijacked reply writes its own head: the headers hooks set on the reply (CORS) go with it.
       const hooked = Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)]));
       await writeSse(reply.raw, { ...hooked, ...headers }, chat.relay(started, controller.signal), controller.signal);
       return reply;
     } catch (err) {
       Object.assign(log, whyFailed(err)); // a streamed answer's error does not reach the error handler
-      throw err;
+      if (!hijacked) throw err;
+      // Fastify answers nothing for a reply taken over: the upstream call is cancelled, the client answered here.
+      controller.abort();
+      endFailedStream(reply.raw, toHttpError(err, deps.logger, req.id), req.id);
+      return reply;
     } finally {
       // Every path settles; one that ended before any output (the client gone first) releases its holds.
       if (started && !started.settlement.settled) started.settlement.settleNothing();
