@@ -466,6 +466,31 @@ describe('hold store: Redis, one argument an operation', () => {
   });
 });
 
+describe('hold store: Redis, an answer an operation cannot read', () => {
+  it.runIf(redisUrl)('fails that operation alone: the others of its call are still answered', async () => {
+    const t = await redisTarget();
+    const store = new RedisHoldStore(t.client, { prefix: t.prefix, clock: new ManualClock(1_000_000), syncEveryMs: 0 });
+    // Fault injection: the first operation's answer in each call comes back unreadable.
+    const seam = store as unknown as { applyCall: (accountId: string, encoded: string[]) => Promise<unknown> };
+    const real = seam.applyCall.bind(store);
+    seam.applyCall = async (accountId, encoded) => {
+      const answers = (await real(accountId, encoded)) as unknown[];
+      return encoded.length > 1 ? [answers[0], ['ok'], ...answers.slice(2)] : answers;
+    };
+    try {
+      await store.record(snapshot(10n * C));
+      // Issued in one turn, so they go in one call.
+      const bad = Promise.resolve(store.admit(req('bad', { balance: C }))).catch((e: unknown) => e);
+      const good = store.admit(req('good', { balance: C }));
+      expect(await bad).toBeInstanceOf(Error);
+      expect(await good).toMatchObject({ ok: true });
+    } finally {
+      await store.close();
+      await t.close();
+    }
+  });
+});
+
 describe('hold store: Redis, a ledger commit whose record failed', () => {
   it.runIf(redisUrl)('is recorded when the store syncs: its snapshot replaces the pending charge, which is not counted twice', async () => {
     const t = await redisTarget();

@@ -365,7 +365,15 @@ export class RedisHoldStore implements HoldStore {
     }
     const now = Number(answers[0]);
     this.saw(now);
-    ops.forEach((op, i) => op.applied(now, answers[i + 1]));
+    // An answer an operation cannot read fails that operation alone: the others are still told theirs.
+    ops.forEach((op, i) => {
+      try {
+        op.applied(now, answers[i + 1]);
+      } catch (err) {
+        op.failed(err);
+        this.options.onError?.(err);
+      }
+    });
   }
 
   async view(accountId: string, key?: { hash: string; periods: readonly string[] }): Promise<MoneyView | undefined> {
