@@ -199,6 +199,15 @@ for (const target of databaseTargets) {
       for (const t of failing) await sql.raw(`ALTER TABLE ${t}_off RENAME TO ${t}`).execute(db);
       journal.broken = false;
     };
+    /** Puts back what is still renamed (a test may have failed before its own repair). */
+    const restoreCharges = async () => {
+      for (const t of failing)
+        await sql
+          .raw(`ALTER TABLE ${t}_off RENAME TO ${t}`)
+          .execute(db)
+          .catch(() => undefined);
+      journal.broken = false;
+    };
 
     it("keeps amounts beyond a double's precision exact", async () => {
       const a = await newAccount();
@@ -689,13 +698,7 @@ for (const target of databaseTargets) {
         expect(await waiting).toBe(true);
         expect((await ledger.getAccount(a.id))?.totalUsage).toBe(12n);
       } finally {
-        // Put back what is still renamed (the test may have failed before its own repair).
-        for (const t of failing)
-          await sql
-            .raw(`ALTER TABLE ${t}_off RENAME TO ${t}`)
-            .execute(db)
-            .catch(() => undefined);
-        journal.broken = false;
+        await restoreCharges();
       }
     });
 
@@ -724,12 +727,7 @@ for (const target of databaseTargets) {
         await bounded.flush();
         expect((await ledger.getAccount(a.id))?.totalUsage).toBe(13n);
       } finally {
-        for (const t of failing)
-          await sql
-            .raw(`ALTER TABLE ${t}_off RENAME TO ${t}`)
-            .execute(db)
-            .catch(() => undefined);
-        journal.broken = false;
+        await restoreCharges();
       }
     });
 
