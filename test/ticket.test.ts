@@ -40,7 +40,7 @@ function ticketOn(store: HoldStore, clock: ManualClock): Ticket {
   });
 }
 
-const actual = (clock: ManualClock) => ({ cost: 3n, byokUsage: 0n, createdAt: clock.now() });
+const actual = (clock: ManualClock) => ({ cost: 3n, byokUsage: 0n, chargedAt: clock.now() });
 /** Lets promise callbacks run (the ticket's reactions to `recorded` and to the store). */
 const settleDown = async () => {
   for (let i = 0; i < 5; i++) await Promise.resolve();

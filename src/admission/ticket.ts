@@ -27,8 +27,8 @@ export interface TicketOptions {
 export interface ActualCost {
   cost: Nano;
   byokUsage: Nano;
-  /** When the request started (its charge counts in that day's, week's and month's key usage). */
-  createdAt: number;
+  /** When the request was charged, as the ledger counts it (chargedAt): its charge counts in that day's, week's and month's key usage. */
+  chargedAt: number;
 }
 
 /**
@@ -109,7 +109,7 @@ export class Ticket {
         cost: actual.cost,
         byokUsage: actual.byokUsage,
         keyHash,
-        periods: periodKeys(actual.createdAt),
+        periods: periodKeys(actual.chargedAt),
         windowMs,
         leaseMs,
       });

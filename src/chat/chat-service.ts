@@ -245,7 +245,7 @@ export class ChatService {
       });
     } catch (err) {
       this.deps.metrics.held(-ticket.held);
-      await ticket.settle({ cost: 0n, byokUsage: 0n, createdAt: startedAt }, Promise.resolve(), (e) =>
+      await ticket.settle({ cost: 0n, byokUsage: 0n, chargedAt: startedAt }, Promise.resolve(), (e) =>
         this.deps.logger.error({ err: e }, 'settling holds failed'),
       );
       throw err;

@@ -4,6 +4,7 @@ import type { Charge, Charges, UsageSource } from '../ledger/ledger.js';
 import type { Nano } from '../ledger/money.js';
 import type { Metrics } from '../observability/metrics.js';
 import { billedCompletionTokens, byokFee, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
+import { chargedAt } from '../ledger/periods.js';
 
 export interface SettlementBase {
   id: string;
@@ -100,7 +101,7 @@ export class Settlement {
     // Settled from here on, whatever the ticket's settlement reports: a second call answers this.
     this.result = { cost, listCost, durable: this.ledger.awaitDurable(written) };
     // The holds' pending charge is renewed until the charge is in the ledger's tables (after it is durable).
-    this.settleTicket({ cost, byokUsage: charge.byokUsage, createdAt: charge.createdAt }, this.ledger.recorded(charge.id));
+    this.settleTicket({ cost, byokUsage: charge.byokUsage, chargedAt: chargedAt(charge) }, this.ledger.recorded(charge.id));
     return this.result;
   }
 
@@ -109,7 +110,7 @@ export class Settlement {
     if (this.result) return;
     this.result = { cost: 0n, listCost: 0n, durable: Promise.resolve(true) };
     this.hooks.metrics.held(-this.ticket.held);
-    this.settleTicket({ cost: 0n, byokUsage: 0n, createdAt: this.base.startedAt }, Promise.resolve());
+    this.settleTicket({ cost: 0n, byokUsage: 0n, chargedAt: this.base.startedAt }, Promise.resolve());
   }
 
   /** The ticket's holds settled, whatever fails reported (never thrown: the charge itself stands). */

@@ -27,6 +27,15 @@ function computePeriodKeys(day: number): PeriodKeys {
 const byDay = new Map<number, PeriodKeys>();
 const DAYS_KEPT = 4;
 
+/**
+ * When a charge counts in its key's usage periods: when its request ended, as the spec charges a
+ * request "when the request finishes" (its running hold counts against the period under way, which
+ * is the one its charge lands in). A charge record keeps its start and latency: the end is their sum.
+ */
+export function chargedAt(charge: { createdAt: number; latencyMs: number }): number {
+  return charge.createdAt + charge.latencyMs;
+}
+
 export function periodKeys(nowMs: number): PeriodKeys {
   const day = Math.floor(nowMs / DAY_MS);
   let keys = byDay.get(day);

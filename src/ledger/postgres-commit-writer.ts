@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { GENERATION_COLUMNS, generationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
-import { periodKeys } from './periods.js';
+import { chargedAt, periodKeys } from './periods.js';
 import { ArrayElementError, integerArrayLiteral, textArrayLiteral } from './postgres-array.js';
 import { preparedQuery } from './prepared-query.js';
 import type { Database } from './schema.js';
@@ -136,7 +136,7 @@ function columnLiterals(rows: readonly unknown[][]): string[] {
 export const postgresCommitWriter: CommitWriter = {
   async write(db: Kysely<Database>, charges: readonly Charge[]): Promise<WrittenCommit> {
     const params = columnLiterals(charges.map(generationValues));
-    const periods = charges.map((c) => periodKeys(c.createdAt));
+    const periods = charges.map((c) => periodKeys(chargedAt(c)));
     params.push(textArrayLiteral(periods.map((p) => p.daily)), textArrayLiteral(periods.map((p) => p.weekly)), textArrayLiteral(periods.map((p) => p.monthly)));
     const { rows } = await db.executeQuery(groupCommit(params));
     const recorded = new Set<string>();

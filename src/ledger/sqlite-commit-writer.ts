@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { byText, GENERATION_COLUMNS, withGenerationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Nano } from './money.js';
-import { keyPeriodName, periodKeys } from './periods.js';
+import { chargedAt, keyPeriodName, periodKeys } from './periods.js';
 import { rollupDeltas } from './spend-rollups.js';
 import type { Database } from './schema.js';
 import { big } from './rows.js';
@@ -37,7 +37,7 @@ function deltasOf(charges: readonly Charge[], recorded: ReadonlySet<string>): { 
   for (const c of charges) {
     if (!recorded.has(c.id)) continue; // already recorded: never charge twice
     accounts.set(c.accountId, (accounts.get(c.accountId) ?? 0n) + c.totalCost);
-    const p = periodKeys(c.createdAt);
+    const p = periodKeys(chargedAt(c));
     for (const period of [p.all, p.daily, p.weekly, p.monthly]) {
       const k = keyPeriodName(c.keyHash, period);
       const d = usage.get(k);
