@@ -61,7 +61,6 @@ export interface Estimate {
 export function estimate(input: EstimateInput, exact: boolean): Estimate {
   const textTokens = (exact ? countPromptTokens(input.messages, input.sideText) : promptTokenBound(input.messages, input.sideText)) + input.addedPromptTokens;
   const parts = mediaParts(input.messages);
-  const plugins = femtoToNanoCeil(input.pluginCharges);
   const completionTokens = input.completionTokens * input.choices;
   let promptTokens = textTokens;
   let credits = 0n;
@@ -76,8 +75,10 @@ export function estimate(input: EstimateInput, exact: boolean): Estimate {
     // Image, audio and file parts are billed as input at each model's own figures (CONTRACT §7).
     const prompt = textTokens + mediaPartTokens(parts, model.partTokens, model.contextLength);
     if (prompt > promptTokens) promptTokens = prompt;
-    const list = costOf(tokenUsage(prompt, completionTokens, undefined, parts.images), p);
-    const charged = (byok ? byokFee(list, input.byokFeeFraction) : list) + plugins;
+    const usage = tokenUsage(prompt, completionTokens, undefined, parts.images);
+    const list = costOf(usage, p);
+    // Rounded as the charge will be (settlement.ts): plugins with the tokens, or after a BYOK fee.
+    const charged = byok ? byokFee(list, input.byokFeeFraction) + femtoToNanoCeil(input.pluginCharges) : costOf(usage, p, input.pluginCharges);
     if (charged > credits) credits = charged;
     const forKey = byok ? charged + list : charged;
     if (forKey > keyWithByok) keyWithByok = forKey;

@@ -7,7 +7,7 @@ import type { ErrorMetadata } from '../error-body.js';
 import { GatewayError, invalidRequest } from '../errors.js';
 import { accountOfKey } from '../ledger/account-of-key.js';
 import type { Accounts, Charges, KeyRecord } from '../ledger/ledger.js';
-import { femtoToNanoCeil, priceFromString, type Nano } from '../ledger/money.js';
+import { priceFromString, type Femto } from '../ledger/money.js';
 import { tokenUsage, type TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -52,8 +52,8 @@ export interface Started {
   /** The messages as sent upstream (with plugin results). */
   messages: readonly unknown[];
   settlement: Settlement;
-  /** Plugin charges the request incurred. */
-  extras: Nano;
+  /** Plugin charges the request incurred, in femtocredits (rounded with the rest of the cost). */
+  extras: Femto;
   startedAt: number;
 }
 
@@ -223,7 +223,7 @@ export class ChatService {
       if (web && this.deps.webSearch) {
         try {
           messages = withSearchResults(request.messages, await this.deps.webSearch.search(request.messages, signal));
-          extras = femtoToNanoCeil(webPrice);
+          extras = webPrice;
         } catch (err) {
           // The answer goes on without results, and the plugin is not charged.
           this.deps.logger.warn({ err: (err as Error).message }, 'web search failed; answering without results');

@@ -1,7 +1,7 @@
 import type { ActualCost, Ticket } from '../admission/ticket.js';
 import { isPromise } from '../awaitable.js';
 import type { Charge, Charges, UsageSource } from '../ledger/ledger.js';
-import type { Nano } from '../ledger/money.js';
+import { femtoToNanoCeil, type Femto, type Nano } from '../ledger/money.js';
 import type { Metrics } from '../observability/metrics.js';
 import { billedCompletionTokens, byokFee, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
 import { chargedAt } from '../ledger/periods.js';
@@ -22,8 +22,8 @@ export interface SettleInput {
   /** Whether `usage` is the upstream's report or the gateway's own count. */
   usageSource: UsageSource;
   pricing: Pricing;
-  /** Paid plugin charges the request incurred. */
-  extras: Nano;
+  /** Paid plugin charges the request incurred, in femtocredits: rounded with the tokens' cost, once. */
+  extras: Femto;
   finishReason: string | null;
   cancelled: boolean;
   endedAt: number;
@@ -73,7 +73,9 @@ export class Settlement {
   settle(input: SettleInput): Settled {
     if (this.result) return this.result;
     const listCost = costOf(input.usage, input.pricing);
-    const cost = (this.base.isByok ? byokFee(listCost, this.byokFeeFraction) : listCost) + input.extras;
+    // One rounding up to the nanocredit for the whole cost (CONTRACT §7); BYOK: the fee on the list
+    // cost, then the plugins at their price.
+    const cost = this.base.isByok ? byokFee(listCost, this.byokFeeFraction) + femtoToNanoCeil(input.extras) : costOf(input.usage, input.pricing, input.extras);
     const charge: Charge = {
       id: this.base.id,
       accountId: this.base.accountId,
