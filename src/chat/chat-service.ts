@@ -170,27 +170,24 @@ export class ChatService {
     const account = isPromise(accountRead) ? await accountRead : accountRead;
     const byokRead = vault.keysFor(key.accountId);
     const byokKeys = isPromise(byokRead) ? await byokRead : byokRead;
-    // Free-model limits apply to each free model the request may be served by, unless the account is
-    // exempt, or all of that model's endpoints here are marked exempt or served with the account's keys.
-    // The first model is checked now (its 429 comes before any 402); each is counted when tried.
+    // Free-model limits apply to each attempt on a free model (CONTRACT §7), unless the account is
+    // exempt, or the attempt's endpoint is marked exempt or served with the account's own key. The
+    // first attempt is checked now (its 429 comes before any 402); each is counted when tried.
+    const exemptEndpoint = (e: Attempt['endpoint']) => e.freeLimitsExempt || byokKeys.has(e.provider);
     const limitedFree: ReadonlySet<CatalogModel> =
       account.freeModelLimitsExempt || !models.some((m) => m.isFree)
         ? NO_MODELS
-        : new Set(
-            models.filter((m) => {
-              const eps = attempts.filter((a) => a.model === m).map((a) => a.endpoint);
-              return m.isFree && eps.length > 0 && !eps.every((e) => e.freeLimitsExempt || byokKeys.has(e.provider));
-            }),
-          );
+        : new Set(models.filter((m) => m.isFree && attempts.some((a) => a.model === m && !exemptEndpoint(a.endpoint))));
     // CONTRACT §6: a negative balance is refused before the free-model limits (admission checks it for the rest).
-    const freeFirst = primary !== undefined && limitedFree.has(primary);
+    const first = attempts[0];
+    const freeFirst = primary !== undefined && first?.model === primary && limitedFree.has(primary) && !exemptEndpoint(first.endpoint);
     if (freeFirst) {
       await admission.checkBalanceNotNegative(account);
       await this.deps.freeLimits.check(account, primary);
     }
     const counted = new Set<string>();
     const countFree = async (attempt: Attempt) => {
-      if (!limitedFree.has(attempt.model) || counted.has(attempt.model.id)) return;
+      if (!limitedFree.has(attempt.model) || exemptEndpoint(attempt.endpoint) || counted.has(attempt.model.id)) return;
       await this.deps.freeLimits.count(account, attempt.model, counted.size === 0);
       counted.add(attempt.model.id);
     };
