@@ -23,8 +23,20 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
   const { ledger, clock, chat, inflight, config, metrics } = deps;
 
   // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
-  // is a 401 whatever the body holds.
-  const onRequest = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+  // is a 401 whatever the body holds. From here on every answer is counted, and the log line names
+  // the key and its account, whatever refuses the request (a body that cannot be read too).
+  const onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    // Counted when the response is over. The model and provider are the ones that served the request
+    // (the route sets `provider` once it is served), never a name the client sent: labels stay few.
+    reply.raw.once('close', () => {
+      const served = req.logFields?.provider !== undefined;
+      metrics.request(served ? String(req.logFields?.model) : '', served ? String(req.logFields?.provider) : '', reply.raw.statusCode);
+    });
+    const authenticated = (k: KeyRecord) => {
+      req.authenticatedKey = k;
+      req.logFields = { key_label: k.label, account: k.accountId };
+      done();
+    };
     let key: Awaitable<KeyRecord>;
     try {
       key = authenticateKey(req, ledger, clock, 'inference');
@@ -32,15 +44,8 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       done(err as Error);
       return;
     }
-    if (isPromise(key)) {
-      key.then((k) => {
-        req.authenticatedKey = k;
-        done();
-      }, done);
-      return;
-    }
-    req.authenticatedKey = key;
-    done();
+    if (isPromise(key)) key.then(authenticated, done);
+    else authenticated(key);
   };
 
   // Documentation only (route-doc.ts): nothing validates or serialises this route's answers with these schemas.
@@ -64,15 +69,15 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
   app.post('/api/v1/chat/completions', { onRequest, ...documented }, async (req, reply) => {
     const key = req.authenticatedKey ?? (await authenticateKey(req, ledger, clock, 'inference'));
     // The access line (app.ts) names the key, the account and the model, and why a request failed.
-    const log: Record<string, unknown> = { key_label: key.label, account: key.accountId, model: requestedModel(req.body) };
+    const log: Record<string, unknown> = req.logFields ?? { key_label: key.label, account: key.accountId };
+    log.model = requestedModel(req.body);
     req.logFields = log;
     let started: Started | undefined;
     const controller = new Cancellation();
-    // The response is over: counted; and if the client went away before the answer was complete,
-    // the upstream call is cancelled.
+    // The response is over: if the client went away before the answer was complete, the upstream
+    // call is cancelled.
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) controller.abort();
-      metrics.request(started?.served.model ?? '', started?.served.provider ?? '', reply.raw.statusCode);
     });
     // The request deadline: past it the request is cancelled like a client that went away (it settles,
     // charged for what was delivered, and its holds end with it).
