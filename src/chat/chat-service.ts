@@ -55,6 +55,8 @@ export interface Started {
   /** Plugin charges the request incurred, in femtocredits (rounded with the rest of the cost). */
   extras: Femto;
   startedAt: number;
+  /** How the upstream failed after the stream was under way (the client got the error event), for the log. */
+  streamFailure: ProviderFailure | undefined;
 }
 
 /** Server-sent events' text: one or more `data: …` events, ready to write. */
@@ -269,7 +271,7 @@ export class ChatService {
       ticket,
       { onError: (err) => this.deps.logger.error({ err }, 'settling holds failed'), metrics: this.deps.metrics, now: () => clock.now() },
     );
-    return { served, routed, request, messages, settlement, extras, startedAt };
+    return { served, routed, request, messages, settlement, extras, startedAt, streamFailure: undefined };
   }
 
   private countedUsage(started: Started, completionText: string): TokenUsage {
@@ -405,6 +407,7 @@ export class ChatService {
         : err instanceof ProviderError
           ? err.failure
           : { kind: 'network', message: 'the stream failed' };
+      if (!cancelled) started.streamFailure = failure;
       const code = cancelled ? 503 : failure.kind === 'rate_limited' ? 429 : 502;
       const metadata: ErrorMetadata = { error_type: errorTypeOf(failure), provider_name: served.provider };
       if (failure.code !== undefined) metadata.provider_code = failure.code;

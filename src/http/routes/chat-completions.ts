@@ -106,6 +106,12 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       // A hijacked reply writes its own head: the headers hooks set on the reply (CORS) go with it.
       const hooked = Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)]));
       await writeSse(reply.raw, { ...hooked, ...headers }, chat.relay(started, controller.signal), controller.signal);
+      // A stream the upstream failed midway ended with the error event, status 200: its line says so.
+      const failure = started.streamFailure;
+      if (failure) {
+        log.error = failure.kind === 'rate_limited' ? 'upstream_rate_limited' : 'upstream_failed';
+        log.providers = triedProviders([{ attempt: routed.attempt, failure }]);
+      }
       return reply;
     } catch (err) {
       Object.assign(log, whyFailed(err)); // a streamed answer's error does not reach the error handler
