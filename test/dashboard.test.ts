@@ -310,6 +310,12 @@ describe.skipIf(!hasChromium)("issue 11: the dashboard in headless Chromium (nee
     await page.getByTestId('generations').waitFor();
     expect(await page.getByTestId('generations').locator('tbody tr').count()).toBe(1);
 
+    // An amount with more digits than a double holds is sent, and stored, as typed.
+    await page.locator('input[name=amount]').fill('100000000.000000001');
+    await page.locator('select[name=kind]').selectOption('purchase');
+    await page.getByRole('button', { name: 'Add credits' }).click();
+    await expect.poll(async () => (await gw.ledger.getAccount(id))?.totalPurchased).toBe(100_000_025_000_000_001n);
+
     // BYOK: store the account's own key for a provider; never shown back.
     await page.locator('input[name=byok-key]').fill('sk-own-provider-key-123');
     await page.getByRole('button', { name: 'Store' }).click();

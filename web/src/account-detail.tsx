@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, qs } from './api.js';
+import { api, decimal, qs } from './api.js';
 import { credits, utc, yesNo } from './format.js';
 import { GenerationsTable } from './generations-table.js';
 import { type KeyActions, KeysPanel } from './keys-panel.js';
@@ -29,7 +29,7 @@ function CreditsForm({ id, onDone }: { id: string; onDone: () => void }) {
     e.preventDefault();
     setError(undefined);
     try {
-      await api(`/api/v1/admin/accounts/${enc(id)}/credits`, { body: { amount: Number(amount), kind } });
+      await api(`/api/v1/admin/accounts/${enc(id)}/credits`, { body: { amount: decimal(amount), kind } });
       setAmount('');
     } catch (err) {
       setError(err);

@@ -23,6 +23,17 @@ export interface CallOptions {
   credential?: string;
 }
 
+/**
+ * An amount as the person typed it, sent as a JSON number with every digit (JSON.rawJSON, where the
+ * browser has it: the gateway stores 123456789.123456789 as written), else as the nearest double; text
+ * that is not a decimal goes as the number it reads as, for the gateway to refuse with its message.
+ */
+export function decimal(text: string): unknown {
+  const t = text.trim();
+  const rawJSON = (JSON as { rawJSON?: (text: string) => unknown }).rawJSON;
+  return rawJSON && /^-?\d+(\.\d+)?$/.test(t) ? rawJSON(t) : Number(t);
+}
+
 /** Calls the gateway's own API (same origin) with the session's credential in the Authorization header. */
 export async function api<T>(path: string, options: CallOptions = {}): Promise<T> {
   const credential = options.credential ?? loadSession()?.credential ?? '';

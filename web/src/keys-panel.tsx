@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { credits, nextReset, utc } from './format.js';
+import { decimal } from './api.js';
 import { RemedyBox } from './remedy.js';
 import type { KeyRow } from './views.js';
 
@@ -53,7 +54,7 @@ export function KeysPanel({ rows, actions, onChange }: { rows: KeyRow[]; actions
     e.preventDefault();
     void run(async () => {
       const body: Record<string, unknown> = { name: name || 'key' };
-      if (limit !== '') body.limit = Number(limit);
+      if (limit !== '') body.limit = decimal(limit);
       if (reset) body.limit_reset = reset;
       if (management) body.management = true;
       const made = await actions.create(body);
