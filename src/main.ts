@@ -27,6 +27,7 @@ import { openDatabase } from './ledger/database.js';
 import { startWalCheckpointer } from './ledger/wal-checkpointer.js';
 import { settledWithin } from './settled-within.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
+import { FileChargeJournal, postgresJournalDirOf } from './ledger/file-charge-journal.js';
 import { toChargeRecord, UNWRITTEN_CHARGE } from './ledger/charge-record.js';
 import type { Charge, Ledger, LedgerUpdate } from './ledger/ledger.js';
 import { ledgerFromRoles } from './ledger/ledger-from-roles.js';
@@ -195,6 +196,10 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     durableWaitMs: config.ledger.durable_wait_ms,
     maxQueuedCharges: config.ledger.max_queued_charges,
     shutdownDeadlineMs: config.ledger.shutdown_deadline_ms,
+    // PostgreSQL: charges the database does not take in time are kept on disk before their answers go.
+    fallbackJournal: config.database_url.startsWith('sqlite:')
+      ? undefined
+      : new FileChargeJournal(postgresJournalDirOf(config.ledger.journal_dir, config.database_url)),
   });
 
   // Charges a process made durable and did not get into the tables before it stopped (charge-journal.ts).

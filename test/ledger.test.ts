@@ -702,6 +702,35 @@ for (const target of databaseTargets) {
       }
     });
 
+    it.runIf(target.name === 'postgres')(
+      'PostgreSQL not taking a charge in time: it is made durable in the fallback journal before its answer goes; a process killed then loses none',
+      async () => {
+        const a = await newAccount();
+        const hash = `h-fallback-${target.name}`;
+        await newKey(a.id, hash);
+        const dir = mkdtempSync(join(tmpdir(), 'tollgate-fallback-'));
+        const killed = new KyselyLedger(db, { durableWaitMs: 20, retryDelayMs: 60_000, fallbackJournal: new FileChargeJournal(dir) });
+        await breakCharges();
+        try {
+          const written = killed.charge(charge(a.id, hash, 11n));
+          // The database does not take it: past the bounded wait it is on disk, and the answer may go as durable.
+          expect(await killed.awaitDurable(written)).toBe(true);
+          expect(readdirSync(dir).length).toBe(1);
+          // The process is killed here (nothing more of `killed` runs); the database comes back.
+          await repairCharges();
+          const next = new KyselyLedger(db, { fallbackJournal: new FileChargeJournal(dir) });
+          expect(await next.recoverJournal()).toBe(1);
+          expect((await ledger.getAccount(a.id))?.totalUsage).toBe(11n);
+          // Applied once, however often the journal is read again.
+          await new KyselyLedger(db, { fallbackJournal: new FileChargeJournal(dir) }).recoverJournal();
+          expect((await ledger.getAccount(a.id))?.totalUsage).toBe(11n);
+        } finally {
+          await restoreCharges();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    );
+
     it('shutdown past its grace lets the answers held back by the backlog bound go, their charges still queued', async () => {
       const a = await newAccount();
       const hash = `h-release-${target.name}`;

@@ -212,6 +212,13 @@ const ledger = z
     shutdown_deadline_ms: z.number().int().positive().default(30000),
     /** Charges waiting to be written past which answers wait for their own charge, however long (backpressure). */
     max_queued_charges: z.number().int().positive().default(10000),
+    /**
+     * PostgreSQL: the directory (relative to the working directory, or absolute) where charges the
+     * database did not take within durable_wait_ms are kept on disk before their answers go, one
+     * subdirectory a database; the next start applies what a stopped process left there. SQLite's
+     * journal sits beside its database file.
+     */
+    journal_dir: z.string().min(1).default('tollgate-charges'),
   })
   .strict();
 

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { JournalSegment, type ChargeJournal, type LeftoverEntry, type Leftovers } from './charge-journal.js';
 import { journalEntryCharges, journalEntryText } from './journal-entry-text.js';
 import type { Charge } from './ledger.js';
@@ -31,6 +31,22 @@ export interface FileChargeJournalOptions {
 /** Where the journal of the SQLite database at `path` keeps its files. */
 export function journalDirOf(path: string): string {
   return `${path}-charges`;
+}
+
+/**
+ * A PostgreSQL ledger's fallback journal (`ledger.journal_dir`): a subdirectory of `base` for its
+ * database (host, port and name; never the credentials), so that gateways of two databases started
+ * from one directory never apply each other's charges.
+ */
+export function postgresJournalDirOf(base: string, databaseUrl: string): string {
+  let name = databaseUrl;
+  try {
+    const url = new URL(databaseUrl);
+    name = `${url.hostname}:${url.port || '5432'}/${decodeURIComponent(url.pathname.slice(1))}`;
+  } catch {
+    // Not a URL: the whole text names it (it is only hashed).
+  }
+  return join(resolve(base), `pg-${createHash('sha256').update(name).digest('hex').slice(0, 16)}`);
 }
 
 /** A set-aside line: generation ids whose charges are never to be applied from the journal. */

@@ -83,7 +83,7 @@ interface Queued {
   /** The charge is in the tables (or set aside for good), and `onCommitted` was told. */
   recorded: () => void;
   attempts: number;
-  /** The journal entry that holds it, once journaled (SQLite). */
+  /** The journal entry that holds it, once journaled (SQLite; on PostgreSQL the fallback journal). */
   entry?: JournalEntry;
 }
 
@@ -146,6 +146,13 @@ export interface KyselyLedgerOptions {
   applyDelayMs?: number;
   /** Where a SQLite ledger journals its charges (default: files beside the database, journalOf). */
   journal?: ChargeJournal;
+  /**
+   * PostgreSQL: where charges the database has not taken when an answer's bounded wait is over
+   * (`durableWaitMs`) are made durable before the answer goes (config `ledger.journal_dir`), so that a
+   * process killed before the database answers again loses none: the next start applies them, each
+   * once. Without it such charges wait in memory only.
+   */
+  fallbackJournal?: ChargeJournal;
 }
 
 /**
@@ -189,13 +196,15 @@ const GATHER_MS = 2;
  * by key and period) so that two processes sharing a database never deadlock. Admin work and reads use
  * the query builder; only the commit is hot.
  * Answers wait for their charge to be durable before they are sent (`awaitDurable`), so a crash
- * loses no charge of an answer delivered in full; charges queued while the database fails are kept
- * in memory and written when it answers again, or logged by the caller of `close()`.
+ * loses no charge of an answer delivered in full: on SQLite every commit goes through the journal
+ * first; on PostgreSQL a charge it did not take within the bounded wait goes to the fallback journal
+ * before its answer. Charges queued while the database fails are written when it answers again, or
+ * (those no journal holds) logged by the caller of `close()`.
  */
 export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
   /** Charges queued or being written, by generation id. */
-  private readonly pendingCharges = new Map<string, { charge: Charge; written: Promise<void>; recorded: Promise<void>; journaled: boolean }>();
+  private readonly pendingCharges = new Map<string, { charge: Charge; queued: Queued; written: Promise<void>; recorded: Promise<void>; journaled: boolean }>();
   /** Charges journaled (durable) and not yet in the tables, oldest first (SQLite). */
   private unapplied: Queued[] = [];
   /** The rows of the journal table (earlier versions') this ledger applies, by sequence number, until they are dropped. */
@@ -223,8 +232,13 @@ export class KyselyLedger implements Ledger {
   private answersReleased = false;
   /** How this database's dialect writes a group commit. */
   private readonly writer: CommitWriter;
-  /** Where a group commit makes its charges durable before they are applied to the tables (SQLite), if anywhere. */
+  /**
+   * Where charges are made durable before they are in the tables, if anywhere: every group commit's on
+   * SQLite (journalFirst), only those the database did not take in time on PostgreSQL (the fallback).
+   */
   private readonly journal: ChargeJournal | undefined;
+  /** Every group commit goes to the journal first (SQLite); else the journal is the fallback (PostgreSQL). */
+  private readonly journalFirst: boolean;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -232,7 +246,8 @@ export class KyselyLedger implements Ledger {
   ) {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     this.writer = postgres ? postgresCommitWriter : sqliteCommitWriter;
-    this.journal = postgres ? undefined : (options.journal ?? journalOf(db));
+    this.journal = postgres ? options.fallbackJournal : (options.journal ?? journalOf(db));
+    this.journalFirst = !postgres;
     this.commitIntervalMs = options.commitIntervalMs ?? (postgres ? COMMIT_INTERVAL_MS : 0);
   }
 
@@ -556,8 +571,10 @@ export class KyselyLedger implements Ledger {
     let recorded: () => void = () => undefined;
     const journaled = entry !== undefined;
     const written = journaled ? Promise.resolve() : new Promise<void>((resolve) => (durable = resolve));
-    this.pendingCharges.set(charge.id, { charge, written, recorded: new Promise<void>((resolve) => (recorded = resolve)), journaled });
-    return { queued: { charge, durable, recorded, attempts: 0, entry }, written };
+    const recordedPromise = new Promise<void>((resolve) => (recorded = resolve));
+    const queued: Queued = { charge, durable, recorded, attempts: 0, entry };
+    this.pendingCharges.set(charge.id, { charge, queued, written, recorded: recordedPromise, journaled });
+    return { queued, written };
   }
 
   recorded(id: string): Promise<void> {
@@ -610,8 +627,9 @@ export class KyselyLedger implements Ledger {
       // Past the bound the answer waits for the write after all (held back until releaseAnswers). The
       // write settling after the wait was over changes nothing: a promise settles once.
       const timer = setTimeout(() => {
-        if (this.answersReleased || this.pendingCharges.size < (this.options.maxQueuedCharges ?? 10_000)) resolve(false);
-        else this.heldBack.add(resolve);
+        if (!this.answersReleased && this.pendingCharges.size >= (this.options.maxQueuedCharges ?? 10_000)) this.heldBack.add(resolve);
+        // PostgreSQL did not take it in time: durable in the fallback journal, `written` resolves (true).
+        else if (!this.journalPending()) resolve(false);
       }, this.options.durableWaitMs ?? 5000);
       written.then(
         () => {
@@ -628,8 +646,38 @@ export class KyselyLedger implements Ledger {
     });
   }
 
+  /**
+   * PostgreSQL: appends every charge that is only in memory (queued, or in a commit the database has
+   * not answered) to the fallback journal, in one append, and makes them durable. They are still
+   * written to the tables as they were to be; the commit that takes one drops it from the journal, and
+   * a start applies what a stopped process left there (recoverJournal). Answers whether they are
+   * durable now: false without a fallback journal, or when its append failed (then they stay in memory).
+   */
+  private journalPending(): boolean {
+    if (!this.journal || this.journalFirst) return false;
+    const pending = [...this.pendingCharges.values()].filter((p) => !p.journaled);
+    if (pending.length === 0) return true;
+    const charges = pending.map((p) => p.charge);
+    let entry: JournalEntry;
+    try {
+      entry = new JournalEntry(charges, this.journal.append(charges));
+    } catch (err) {
+      this.options.onJournalProblem?.(err);
+      return false;
+    }
+    for (const p of pending) {
+      p.journaled = true;
+      p.queued.entry = entry;
+      p.queued.durable();
+    }
+    return true;
+  }
+
   releaseAnswers(): void {
     this.answersReleased = true;
+    // PostgreSQL: their charges are made durable first (the fallback journal); each answer then goes
+    // as its `written` resolves. Else they go with their charges in memory.
+    if (this.journalPending()) return;
     for (const release of this.heldBack) release(false);
     this.heldBack.clear();
   }
@@ -686,7 +734,7 @@ export class KyselyLedger implements Ledger {
    * (PostgreSQL, where a commit is one statement), written to the tables at once (writeToTables).
    */
   private async writeBatch(batch: Queued[]): Promise<Queued[]> {
-    if (this.journal) {
+    if (this.journal && this.journalFirst) {
       // Past the backlog bound of charges the tables have not taken (they refuse writes while the
       // journal takes them), no more are made durable: their answers wait (awaitDurable), as they
       // would for a database refusing every write, rather than piling up in memory.
@@ -1081,8 +1129,10 @@ export class KyselyLedger implements Ledger {
     this.leftoverTimer = undefined;
     const deadline = Date.now() + (this.options.shutdownDeadlineMs ?? 30_000);
     const retryDelay = this.options.retryDelayMs ?? 1000;
-    // Until every charge is durable (journaled or in the tables), or the deadline.
-    const notDurable = () => [...this.pendingCharges.values()].some((p) => !p.journaled);
+    // Until every charge is durable (journaled or in the tables), or the deadline; on PostgreSQL until
+    // every one is in the tables (one in the fallback journal is durable, but is better written now).
+    const notDurable = () =>
+      this.journalFirst ? [...this.pendingCharges.values()].some((p) => !p.journaled) : this.queue.length > 0 || this.flushing !== undefined;
     while (notDurable() && Date.now() < deadline) {
       let timer: NodeJS.Timeout | undefined;
       const left = deadline - Date.now();

@@ -256,7 +256,8 @@ export async function startGatewayCluster(opts: ClusterOptions): Promise<Gateway
       ...(opts.holdLeaseMs === undefined ? {} : { hold_lease_ms: opts.holdLeaseMs }),
       ...opts.limits,
     },
-    ...(opts.ledger ? { ledger: opts.ledger } : {}),
+    // One fallback journal directory for the cluster's processes (they share one database), not the working directory.
+    ledger: { journal_dir: join(dir, 'charges'), ...opts.ledger },
     providers: [
       { id: 'held', type: 'openai', base_url: heldUrl },
       { id: 'quick', type: 'openai', base_url: quickUrl },

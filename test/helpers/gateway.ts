@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/load.js';
@@ -41,6 +44,8 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}, clo
     ],
     log_level: 'info',
     ...overrides,
+    // PostgreSQL's fallback journal in a directory of this gateway's own, not the working directory.
+    ledger: { journal_dir: mkdtempSync(join(tmpdir(), 'tollgate-test-charges-')), ...overrides.ledger },
   });
   const gw = await startGateway(config, { clock, logger: createLogger('info', log), shutdownGraceMs: 2000 });
   const base = gw.url as string;
