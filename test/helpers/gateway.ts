@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -45,7 +45,8 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}, clo
     log_level: 'info',
     ...overrides,
     // PostgreSQL's fallback journal in a directory of this gateway's own, not the working directory.
-    ledger: { journal_dir: mkdtempSync(join(tmpdir(), 'tollgate-test-charges-')), ...overrides.ledger },
+    // (Created only if a charge goes to it.)
+    ledger: { journal_dir: join(tmpdir(), `tollgate-test-charges-${randomUUID()}`), ...overrides.ledger },
   });
   const gw = await startGateway(config, { clock, logger: createLogger('info', log), shutdownGraceMs: 2000 });
   const base = gw.url as string;
