@@ -87,6 +87,18 @@ interface Queued {
   entry?: JournalEntry;
 }
 
+/** The journal entries that hold a batch's charges, with the charges of the batch each holds. */
+function entriesOf(batch: readonly Queued[]): Map<JournalEntry, Charge[]> {
+  const byEntry = new Map<JournalEntry, Charge[]>();
+  for (const q of batch) {
+    if (!q.entry) continue;
+    const list = byEntry.get(q.entry);
+    if (list) list.push(q.charge);
+    else byEntry.set(q.entry, [q.charge]);
+  }
+  return byEntry;
+}
+
 /** Tries of a charge that the database refuses while it accepts others, before it is set aside. */
 const MAX_ATTEMPTS = 5;
 /** Charges written in one transaction at most; the rest wait for the next one. */
@@ -1017,14 +1029,7 @@ export class KyselyLedger implements Ledger {
    * charges it applies, then its report to `onCommitted`.
    */
   private async writeTransaction(batch: Queued[]): Promise<void> {
-    const byEntry = new Map<JournalEntry, Charge[]>();
-    for (const q of batch) {
-      if (!q.entry) continue;
-      const list = byEntry.get(q.entry);
-      if (list) list.push(q.charge);
-      else byEntry.set(q.entry, [q.charge]);
-    }
-    const complete = [...byEntry].filter(([e, charges]) => e.completedBy(charges)).map(([e]) => e);
+    const complete = [...entriesOf(batch)].filter(([e, charges]) => e.completedBy(charges)).map(([e]) => e);
     const charges = batch.map((q) => q.charge);
     const updates = await writeCommit(
       this.db,
@@ -1032,8 +1037,10 @@ export class KyselyLedger implements Ledger {
       charges,
       complete.flatMap((e) => (e.row === undefined ? [] : [e.row])),
     );
-    // Landed: what follows must not throw, or the batch would be written again as if it had not.
-    for (const [e, written] of byEntry) {
+    // Landed: what follows must not throw, or the batch would be written again as if it had not. The
+    // entries are read again: a charge of the batch may have been journaled while it ran (PostgreSQL's
+    // fallback journal), and its entry is done with it too.
+    for (const [e, written] of entriesOf(batch)) {
       if (!e.done(written)) continue;
       const segment = e.segment;
       if (e.row !== undefined) this.rows.delete(e.row);
