@@ -29,11 +29,12 @@ export class AccountMoney {
    * waiting for it to be written first (the Redis store sends both in one call).
    */
   private async load(accountId: string, keyHash: string | undefined): Promise<void> {
-    const readAt = this.clock.now();
-    const p = periodKeys(readAt);
+    const p = periodKeys(this.clock.now());
     const snapshot = await this.ledger.moneySnapshot(accountId, keyHash ? { hash: keyHash, periods: [p.all, p.daily, p.weekly, p.monthly] } : undefined);
     if (!snapshot) throw goneAccount();
-    void this.holds.record({ ...snapshot, readAt });
+    // Stamped when the read is back: a slow read (a journal backlog applied first) still stands for
+    // the admission that asked for it, rather than arriving stale and being read again and again.
+    void this.holds.record({ ...snapshot, readAt: this.clock.now() });
   }
 
   /**
