@@ -25,6 +25,11 @@ describe('money', () => {
     expect(() => creditsFromText('1.0000000000000001')).toThrow(/more than 9 decimals/);
     expect(() => creditsFromText('1e401')).toThrow(/out of range/);
     expect(() => creditsFromText('0x10')).toThrow(/not a decimal/);
+    // What a person types on the command line too.
+    expect(creditsFromText('.5')).toBe(500_000_000n);
+    expect(creditsFromText('5.')).toBe(5_000_000_000n);
+    expect(creditsFromText('+5')).toBe(5_000_000_000n);
+    for (const bad of ['', '.', '-', '+', 'e5', '1e']) expect(() => creditsFromText(bad)).toThrow(/not a decimal/);
     fc.assert(
       fc.property(fc.bigInt({ min: -(10n ** 18n), max: 10n ** 18n }), fc.integer({ min: -5, max: 5 }), (n, shift) => {
         // The same amount written with its point moved and an exponent to make up for it.

@@ -14,8 +14,14 @@ export function withExactMoney(body: unknown, raw: string | undefined): unknown 
   if (raw === undefined || typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   const fields = MONEY_FIELDS.filter((f) => typeof (body as Record<string, unknown>)[f] === 'number');
   if (fields.length === 0) return body;
-  // The body parsed already (JSON.parse), so this parse of the same text cannot fail.
-  const exact = parse(raw) as Record<string, unknown>;
+  // The body parsed already (JSON.parse), but lossless-json refuses some of what JSON.parse takes (a
+  // key written twice with two values, nesting deeper than its stack): then the numbers stay doubles.
+  let exact: Record<string, unknown>;
+  try {
+    exact = parse(raw) as Record<string, unknown>;
+  } catch {
+    return body;
+  }
   const out: Record<string, unknown> = { ...body };
   for (const f of fields) {
     const value = exact[f];

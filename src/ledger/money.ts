@@ -43,7 +43,8 @@ export function creditsFromString(text: string): Nano {
   return parseDecimal(text, NANO_DECIMALS);
 }
 
-const NUMBER_TEXT = /^(-)?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+/** A number as written: JSON's form, and the forms a person types too (`+5`, `.5`, `5.`). */
+const NUMBER_TEXT = /^([+-])?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
 /** Exponents past this are refused rather than expanded (no amount within the contract needs one). */
 const MAX_EXPONENT = 400;
 
@@ -53,8 +54,9 @@ const MAX_EXPONENT = 400;
  */
 export function creditsFromText(text: string): Nano {
   const m = NUMBER_TEXT.exec(text.trim());
-  if (!m) throw new MoneyFormatError(`"${text}" is not a decimal number`);
-  const [, sign = '', whole = '', frac = '', exp = '0'] = m;
+  if (!m || (m[2] === '' && !m[3])) throw new MoneyFormatError(`"${text}" is not a decimal number`);
+  const [, signed = '', whole = '', frac = '', exp = '0'] = m;
+  const sign = signed === '-' ? '-' : '';
   const e = Number(exp);
   if (Math.abs(e) > MAX_EXPONENT) throw new MoneyFormatError(`"${text}" is out of range`);
   const digits = whole + frac;
