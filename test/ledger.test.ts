@@ -731,6 +731,34 @@ for (const target of databaseTargets) {
       },
     );
 
+    it.runIf(target.name === 'postgres')(
+      'PostgreSQL refusing at shutdown: close() does not wait out its deadline for charges the fallback journal holds; the next start applies them',
+      async () => {
+        const a = await newAccount();
+        const hash = `h-fallback-close-${target.name}`;
+        await newKey(a.id, hash);
+        const dir = mkdtempSync(join(tmpdir(), 'tollgate-fallback-'));
+        const stopping = new KyselyLedger(openDatabase(url), {
+          durableWaitMs: 20,
+          retryDelayMs: 100,
+          shutdownDeadlineMs: 600_000, // waited out, the test would time out
+          fallbackJournal: new FileChargeJournal(dir),
+        });
+        await breakCharges();
+        try {
+          expect(await stopping.awaitDurable(stopping.charge(charge(a.id, hash, 5n)))).toBe(true);
+          expect(await stopping.close()).toEqual([]); // nothing to log: it is in the journal
+          await repairCharges();
+          expect(await new KyselyLedger(db, { fallbackJournal: new FileChargeJournal(dir) }).recoverJournal()).toBe(1);
+          expect((await ledger.getAccount(a.id))?.totalUsage).toBe(5n);
+        } finally {
+          await restoreCharges();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+      20_000,
+    );
+
     it('shutdown past its grace lets the answers held back by the backlog bound go, their charges still queued', async () => {
       const a = await newAccount();
       const hash = `h-release-${target.name}`;

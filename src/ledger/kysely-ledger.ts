@@ -1136,11 +1136,13 @@ export class KyselyLedger implements Ledger {
     this.leftoverTimer = undefined;
     const deadline = Date.now() + (this.options.shutdownDeadlineMs ?? 30_000);
     const retryDelay = this.options.retryDelayMs ?? 1000;
-    // Until every charge is durable (journaled or in the tables), or the deadline; on PostgreSQL until
-    // every one is in the tables (one in the fallback journal is durable, but is better written now).
-    const notDurable = () =>
-      this.journalFirst ? [...this.pendingCharges.values()].some((p) => !p.journaled) : this.queue.length > 0 || this.flushing !== undefined;
-    while (notDurable() && Date.now() < deadline) {
+    // Until every charge is durable (journaled or in the tables), or the deadline.
+    const notDurable = () => [...this.pendingCharges.values()].some((p) => !p.journaled);
+    // PostgreSQL: the charges its fallback journal holds are durable but still queued: they are written
+    // too while the database takes them; once a try fails with nothing else left, the next start does.
+    let fallbackWrites = !this.journalFirst;
+    const unfinished = () => notDurable() || (fallbackWrites && (this.queue.length > 0 || this.flushing !== undefined));
+    while (unfinished() && Date.now() < deadline) {
       let timer: NodeJS.Timeout | undefined;
       const left = deadline - Date.now();
       const attempt = this.flushQueued(false).then(
@@ -1153,6 +1155,8 @@ export class KyselyLedger implements Ledger {
       // by the retry's wait: tries of a refused charge as far apart as while serving. A try that wrote
       // its batch goes straight on to the next (a backlog is written a batch at a time).
       const refusedQueued = this.queue.some((q) => q.attempts > 0);
+      if (!ok && !notDurable()) fallbackWrites = false;
+      if (!unfinished()) break;
       if ((!ok || refusedQueued) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(retryDelay, deadline - Date.now())));
     }
     // Journaled charges: one more try at the tables within the deadline; what stays there is durable,
