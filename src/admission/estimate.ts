@@ -78,7 +78,11 @@ export function estimate(input: EstimateInput, exact: boolean): Estimate {
     const usage = tokenUsage(prompt, completionTokens, undefined, parts.images);
     const list = costOf(usage, p);
     // Rounded as the charge will be (settlement.ts): plugins with the tokens, or after a BYOK fee.
-    const charged = byok ? byokFee(list, input.byokFeeFraction) + femtoToNanoCeil(input.pluginCharges) : costOf(usage, p, input.pluginCharges);
+    const charged = byok
+      ? byokFee(list, input.byokFeeFraction) + femtoToNanoCeil(input.pluginCharges)
+      : input.pluginCharges === 0n
+        ? list
+        : costOf(usage, p, input.pluginCharges);
     if (charged > credits) credits = charged;
     const forKey = byok ? charged + list : charged;
     if (forKey > keyWithByok) keyWithByok = forKey;

@@ -75,7 +75,11 @@ export class Settlement {
     const listCost = costOf(input.usage, input.pricing);
     // One rounding up to the nanocredit for the whole cost (CONTRACT §7); BYOK: the fee on the list
     // cost, then the plugins at their price.
-    const cost = this.base.isByok ? byokFee(listCost, this.byokFeeFraction) + femtoToNanoCeil(input.extras) : costOf(input.usage, input.pricing, input.extras);
+    const cost = this.base.isByok
+      ? byokFee(listCost, this.byokFeeFraction) + femtoToNanoCeil(input.extras)
+      : input.extras === 0n
+        ? listCost
+        : costOf(input.usage, input.pricing, input.extras);
     const charge: Charge = {
       id: this.base.id,
       accountId: this.base.accountId,

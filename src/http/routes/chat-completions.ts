@@ -32,11 +32,6 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       const served = req.logFields?.provider !== undefined;
       metrics.request(served ? String(req.logFields?.model) : '', served ? String(req.logFields?.provider) : '', reply.raw.statusCode);
     });
-    const authenticated = (k: KeyRecord) => {
-      req.authenticatedKey = k;
-      req.logFields = { key_label: k.label, account: k.accountId };
-      done();
-    };
     let key: Awaitable<KeyRecord>;
     try {
       key = authenticateKey(req, ledger, clock, 'inference');
@@ -44,8 +39,20 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       done(err as Error);
       return;
     }
-    if (isPromise(key)) key.then(authenticated, done);
-    else authenticated(key);
+    if (isPromise(key)) {
+      key.then((k) => {
+        accept(req, k);
+        done();
+      }, done);
+      return;
+    }
+    accept(req, key);
+    done();
+  };
+  /** The request's key, and its log line's first fields (`model` too, so that the route sets it in place). */
+  const accept = (req: FastifyRequest, k: KeyRecord) => {
+    req.authenticatedKey = k;
+    req.logFields = { key_label: k.label, account: k.accountId, model: undefined };
   };
 
   // Documentation only (route-doc.ts): nothing validates or serialises this route's answers with these schemas.
