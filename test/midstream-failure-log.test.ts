@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
+import { requestLogLine } from './helpers/log-lines.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 /**
@@ -43,15 +44,7 @@ describe('the log line of a stream that failed midway says it failed and how', (
     });
     const text = await res.text();
     expect(text).toContain('"finish_reason":"error"');
-    let line: Record<string, unknown> | undefined;
-    for (let i = 0; i < 100 && !line; i++) {
-      line = gw.log.text
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .find((l) => l.reqId === 'mid-stream-failure' && l.msg === 'request');
-      if (!line) await new Promise((r) => setTimeout(r, 10));
-    }
+    const line = await requestLogLine(gw.log, 'mid-stream-failure');
     expect(line).toMatchObject({ status: 200, provider: 'a' });
     // What every other failed request's line carries (whyFailed): the error, and the providers tried with how each failed.
     expect(line?.error).toBeDefined();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
+import { requestLogLine } from './helpers/log-lines.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 /**
@@ -19,18 +20,7 @@ describe('CONTRACT §10: the log line of a refusal made before any route names i
     await gw.close();
   });
 
-  const lineOf = async (reqId: string): Promise<Record<string, unknown>> => {
-    for (let i = 0; i < 200; i++) {
-      const line = gw.log.text
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .find((l) => l.reqId === reqId && l.msg === 'request');
-      if (line) return line;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    throw new Error(`no log line for ${reqId}`);
-  };
+  const lineOf = (reqId: string) => requestLogLine(gw.log, reqId);
 
   it('a 429 from the DDoS guard: its log line has limit "ddos"', async () => {
     const acct = await gw.account(10);
