@@ -176,8 +176,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const checkpointer = startWalCheckpointer(db, {
     onError: (err) => logger.warn({ err: err.message }, 'WAL checkpoint failed; SQLite checkpoints on the writer again if the thread stopped'),
   });
-  // The ledger tells the hold store what each commit did to money; the store is built below.
-  let recordCommit: (updates: LedgerUpdate[]) => void = () => undefined;
+  // The ledger tells the hold store and the alerts what each commit did to money; both are built below.
+  // What commits before then (the charges a start applies from the journal) waits for them: a limit
+  // those charges crossed is alerted too.
+  const earlyCommits: LedgerUpdate[] = [];
+  let recordCommit: (updates: LedgerUpdate[]) => void = (updates) => earlyCommits.push(...updates);
   const ledger = new KyselyLedger(db, {
     onCommitted: (updates) => recordCommit(updates),
     onFlushError: (err) => logger.error({ err }, 'ledger write failed; charges kept in memory and retried'),
@@ -278,6 +281,12 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     updates.forEach((u) => void holds.record(u));
     detector.committed(updates);
   };
+  if (earlyCommits.length > 0) recordCommit(earlyCommits.splice(0));
+  // A top-up through another process re-arms balance_low in the ledger: this process hears of it.
+  feed.subscribe((event) => {
+    if (event.kind === 'account') detector.accountChanged(event.id);
+    else if (event.kind === 'reset') detector.forgetAll();
+  });
   const money = new AccountMoney(holds, ledger, clock);
   const freeLimits = new FreeModelLimits(counters, config, clock);
   const ddos = new DdosGuard(counters, config.limits.ddos.per_ip_per_second, clock);

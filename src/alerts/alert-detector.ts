@@ -70,6 +70,20 @@ export class AlertDetector {
     }
   }
 
+  /**
+   * An account was changed through some process (the change feed): a top-up there may have re-armed
+   * its balance_low in the ledger, so the crossing this process remembers is asked of the ledger again
+   * at the next fall below, not skipped for the rest of its memory.
+   */
+  accountChanged(accountId: string): void {
+    this.forget(`account:${accountId}`, 'balance_low');
+  }
+
+  /** Changes may have been missed (the feed came back): every remembered crossing is asked of the ledger again. */
+  forgetAll(): void {
+    this.remembered.clear();
+  }
+
   /** A cooldown started (Cooldowns' listener); returns at once. */
   cooldown(c: CooldownStarted): void {
     if (!this.options.wanted('provider_cooldown')) return;
