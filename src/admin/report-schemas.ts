@@ -15,13 +15,20 @@ const wholeNumber = (max: number) =>
     .refine((n) => n <= max, `must be at most ${max}`);
 const pageSize = (max: number) => wholeNumber(max).refine((n) => n >= 1, 'must be at least 1');
 
+/** Whether `date` (YYYY-MM-DD) is a day of the calendar: 2026-02-30 is not (Date.parse reads it as March 2). */
+export function isCalendarDate(date: string): boolean {
+  const ms = Date.parse(`${date}T00:00:00Z`);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === date;
+}
+
 /** A time in a query: ISO 8601 (a date, or a date-time with its offset) or epoch milliseconds. */
 const time = z
   .string()
   .meta({ description: 'An ISO 8601 date (2026-01-31) or date-time with offset (2026-01-31T12:00:00Z), or epoch milliseconds' })
   .transform((v, ctx) => {
     const ms = /^\d{1,15}$/.test(v) ? Number(v) : /^\d{4}-\d{2}-\d{2}(T.*(Z|[+-]\d{2}:\d{2}))?$/.test(v) ? Date.parse(v) : NaN;
-    if (Number.isNaN(ms)) {
+    // A day that does not exist (2026-11-31) is refused, not read as the next one.
+    if (Number.isNaN(ms) || (!/^\d{1,15}$/.test(v) && !isCalendarDate(v.slice(0, 10)))) {
       ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date (2026-01-31) or date-time with offset (2026-01-31T12:00:00Z), or epoch milliseconds' });
       return z.NEVER;
     }

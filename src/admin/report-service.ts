@@ -6,6 +6,7 @@ import { parseInput } from './parse-input.js';
 import {
   accountsQuery,
   activityQuery,
+  isCalendarDate,
   generationsQuery,
   keyActivityQuery,
   keyGenerationsQuery,
@@ -166,7 +167,7 @@ export class ReportService {
     let to = today + DAY_MS;
     if (q.date) {
       const day = Date.parse(`${q.date}T00:00:00Z`);
-      if (Number.isNaN(day) || day < first || day > today) {
+      if (Number.isNaN(day) || !isCalendarDate(q.date) || day < first || day > today) {
         throw invalidRequest('date: must be a UTC date within the last 30 days', { field: 'date' });
       }
       from = day;
