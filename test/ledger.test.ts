@@ -209,6 +209,21 @@ for (const target of databaseTargets) {
       journal.broken = false;
     };
 
+    it('a charge counts in the hour and the key periods its request ended in, on either dialect', async () => {
+      const a = await newAccount();
+      const hash = `h-ended-${target.name}`;
+      await newKey(a.id, hash);
+      const started = Date.UTC(2026, 10, 18, 23, 59, 0); // Wednesday 23:59 UTC
+      const c = { ...charge(a.id, hash, 3n), createdAt: started, latencyMs: 65_000 }; // ended Thursday 00:00:05
+      await ledger.charge(c);
+      await ledger.flush();
+      const hours = await db.selectFrom('spend_hourly').select('bucket').where('key_hash', '=', hash).execute();
+      expect(hours.map((h) => Number(h.bucket))).toEqual([Date.UTC(2026, 10, 19, 0)]);
+      const periods = await db.selectFrom('key_usage').select(['period', 'usage']).where('key_hash', '=', hash).orderBy('period').execute();
+      expect(periods.map((p) => p.period)).toEqual(['all', 'd:2026-11-19', 'm:2026-11', 'w:2026-11-16']);
+      expect((await ledger.getGeneration(c.id))?.createdAt).toBe(started); // the generation keeps its start
+    });
+
     it("keeps amounts beyond a double's precision exact", async () => {
       const a = await newAccount();
       const big = creditsFromString('999999999.123456789');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
 import { ScriptedUpstream, upstreamAnswer as answer } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 // Only completion tokens cost, 0.01 credit each: an estimate is max_tokens × 0.01.
 const perToken = { prompt: '0', completion: '0.01' };
@@ -63,6 +63,11 @@ describe('a request running across 00:00 UTC and a daily key limit', () => {
     expect(await usage()).toMatchObject({ usage_daily: 0.1, usage: 0.1 });
     const generation = (await gw.ledger.getGeneration(id)) as { createdAt: number };
     expect(new Date(generation.createdAt).toISOString()).toBe('2026-11-18T23:59:00.000Z');
+    // The spend report counts it in Thursday too (the hour it was charged in), as the key's usage does.
+    const report = (await (await gw.fetch(`/api/v1/admin/reports/spend?from=2026-11-18&to=2026-11-20&account=${acct.id}`, { token: ADMIN_TOKEN })).json()) as {
+      data: Array<{ start: string; cost: number; requests: number }>;
+    };
+    expect(report.data.map((r) => [r.start.slice(0, 10), r.cost, r.requests])).toEqual([['2026-11-19', 0.1, 1]]);
     // Now 0.5 fits in what is left of Thursday's limit.
     expect((await ask(acct.key, 't/quick', 50)).status).toBe(200);
     await gw.ledger.flush();

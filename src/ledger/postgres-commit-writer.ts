@@ -75,7 +75,7 @@ const groupCommit = preparedQuery<{ kind: 'g' | 'a' | 'k'; id: string; period: s
    ),
    rollups_moved AS (
      INSERT INTO spend_hourly (bucket, account_id, key_hash, model, provider, requests, cost, byok_usage, prompt_tokens, completion_tokens)
-     SELECT (created_at / 3600000) * 3600000 AS bucket, account_id, key_hash, model, provider,
+     SELECT ((created_at + latency_ms) / 3600000) * 3600000 AS bucket, account_id, key_hash, model, provider,
             count(*), sum(total_cost)::bigint, sum(byok_usage)::bigint, sum(tokens_prompt)::bigint, sum(tokens_completion)::bigint
      FROM charged
      WHERE (SELECT count(*) FROM keys_moved) >= 0

@@ -1,5 +1,6 @@
 import type { Charge } from './ledger.js';
 import { byText } from './commit-writer.js';
+import { chargedAt } from './periods.js';
 
 const HOUR_MS = 3_600_000;
 /** What a commit adds to one hourly rollup row. */
@@ -28,7 +29,8 @@ export function rollupDeltas(charges: readonly Charge[], inserted: ReadonlySet<s
   const deltas: RollupDelta[] = [];
   for (const c of charges) {
     if (!inserted.has(c.id)) continue;
-    const bucket = Math.floor(c.createdAt / HOUR_MS) * HOUR_MS;
+    // The hour it was charged in (its request's end), as its key's usage periods count it.
+    const bucket = Math.floor(chargedAt(c) / HOUR_MS) * HOUR_MS;
     let ofKey = byKey.get(c.keyHash);
     if (!ofKey) {
       ofKey = [];
