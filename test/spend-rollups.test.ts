@@ -10,7 +10,8 @@ function reference(charges: readonly Charge[], inserted: ReadonlySet<string>): R
   const groups = new Map<string, RollupDelta>();
   for (const c of charges) {
     if (!inserted.has(c.id)) continue;
-    const bucket = Math.floor(c.createdAt / HOUR_MS) * HOUR_MS;
+    // The hour the request ended (it is charged then).
+    const bucket = Math.floor((c.createdAt + c.latencyMs) / HOUR_MS) * HOUR_MS;
     const k = JSON.stringify([bucket, c.accountId, c.keyHash, c.model, c.provider]);
     const d = groups.get(k) ?? {
       bucket,
@@ -50,12 +51,11 @@ describe('spend rollups of a commit', () => {
       totalCost: fc.bigInt({ min: 0n, max: 10n ** 12n }),
       byokUsage: fc.bigInt({ min: 0n, max: 10n ** 12n }),
       createdAt: fc.integer({ min: 0, max: 4 * HOUR_MS }),
+      latencyMs: fc.constantFrom(0, 1, 65_000, HOUR_MS),
     });
     fc.assert(
       fc.property(fc.array(charge, { maxLength: 60 }), fc.array(fc.integer({ min: 0, max: 40 })), (list, ids) => {
-        const charges = list.map(
-          (c) => ({ ...c, isByok: false, streamed: false, cancelled: false, finishReason: 'stop', usageSource: 'upstream', latencyMs: 1 }) as Charge,
-        );
+        const charges = list.map((c) => ({ ...c, isByok: false, streamed: false, cancelled: false, finishReason: 'stop', usageSource: 'upstream' }) as Charge);
         const inserted = new Set(ids.map((n) => `gen-${n}`));
         expect(rollupDeltas(charges, inserted)).toEqual(reference(charges, inserted));
       }),
