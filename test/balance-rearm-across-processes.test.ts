@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseTargets } from './helpers/database.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { redisUrl } from './helpers/redis.js';
+import { Receiver } from './helpers/webhook-receiver.js';
 import { ScriptedUpstream, upstreamAnswer } from './helpers/scripted-upstream.js';
 
 // README "Alerts": balance_low is sent "once, until the balance is at or above 1.2 × balance_below (a
@@ -12,27 +11,6 @@ import { ScriptedUpstream, upstreamAnswer } from './helpers/scripted-upstream.js
 // every process sharing one database". AlertDetector remembers a crossing it claimed for 60 s; a
 // top-up through another process re-arms the row in the ledger and is heard through the change feed,
 // so the process that claimed the first crossing asks the ledger again at the next fall below.
-
-class Receiver {
-  readonly received: Array<{ type: string; data: Record<string, unknown> }> = [];
-  private server: Server | undefined;
-  async start(): Promise<string> {
-    this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      let raw = '';
-      req.on('data', (c) => (raw += c));
-      req.on('end', () => {
-        this.received.push(JSON.parse(raw) as { type: string; data: Record<string, unknown> });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/hook`;
-  }
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise((resolve) => this.server?.close(resolve));
-  }
-}
 
 const postgres = databaseTargets.find((t) => t.name === 'postgres');
 
@@ -80,12 +58,12 @@ describe.skipIf(!postgres)('balance_low re-armed by a top-up through another gat
     const { key, id } = await a.account(1.5);
     await chat(a, key, 60); // 0.9: below 1, gateway a claims and sends
     await a.webhooks.idle();
-    expect(receiver.received.filter((e) => e.type === 'balance_low')).toHaveLength(1);
+    expect(receiver.of('balance_low')).toHaveLength(1);
     await b.admin.addCredits(id, { amount: 1 }); // 1.9 ≥ 1.2: re-armed (through gateway b's admin API)
     await b.webhooks.idle();
     await chat(a, key, 100); // 0.9: below again, a fresh crossing
     await a.webhooks.idle();
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(receiver.received.filter((e) => e.type === 'balance_low')).toHaveLength(2);
+    expect(receiver.of('balance_low')).toHaveLength(2);
   });
 });

@@ -1,12 +1,11 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
 import { FileChargeJournal, journalDirOf } from '../src/ledger/file-charge-journal.js';
 import { chargeMaker } from './helpers/charges.js';
+import { Receiver } from './helpers/webhook-receiver.js';
 import { ADMIN_TOKEN, startTestGateway } from './helpers/gateway.js';
 
 // README "Alerts": key_limit_100 is sent when "a key's usage reaches 100% (the next request is refused
@@ -15,27 +14,6 @@ import { ADMIN_TOKEN, startTestGateway } from './helpers/gateway.js';
 // by the next start (a kill between the two), is applied by recoverJournal() before the alert detector
 // is built: what it commits then waits for the detector (main.ts), so the crossing is alerted (every
 // later request is refused with 402 and commits nothing: it would never be seen again).
-
-class Receiver {
-  readonly received: Array<{ type: string }> = [];
-  private server: Server | undefined;
-  async start(): Promise<string> {
-    this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      let raw = '';
-      req.on('data', (c) => (raw += c));
-      req.on('end', () => {
-        this.received.push(JSON.parse(raw) as { type: string });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/hook`;
-  }
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise((resolve) => this.server?.close(resolve));
-  }
-}
 
 describe('a limit-crossing charge replayed from the journal at start', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-journal-alert-'));
@@ -70,7 +48,7 @@ describe('a limit-crossing charge replayed from the journal at start', () => {
       expect(refused.status).toBe(402); // at its limit: no further commit will ever report the crossing
       await second.webhooks.idle();
       await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(receiver.received.filter((e) => e.type === 'key_limit_100')).toHaveLength(1);
+      expect(receiver.of('key_limit_100')).toHaveLength(1);
     } finally {
       await second.close();
     }
