@@ -1,5 +1,5 @@
-import { byokFee, costOf, tokenUsage } from '../ledger/pricing.js';
-import { femtoToNanoCeil, type Femto, type Nano } from '../ledger/money.js';
+import { chargedCost, costOf, tokenUsage } from '../ledger/pricing.js';
+import type { Femto, Nano } from '../ledger/money.js';
 import type { Attempt } from '../routing/plan.js';
 import { contentText, countPromptTokens, mediaPartTokens, mediaParts } from '../tokenizer/count-tokens.js';
 
@@ -77,12 +77,8 @@ export function estimate(input: EstimateInput, exact: boolean): Estimate {
     if (prompt > promptTokens) promptTokens = prompt;
     const usage = tokenUsage(prompt, completionTokens, undefined, parts.images);
     const list = costOf(usage, p);
-    // Rounded as the charge will be (settlement.ts): plugins with the tokens, or after a BYOK fee.
-    const charged = byok
-      ? byokFee(list, input.byokFeeFraction) + femtoToNanoCeil(input.pluginCharges)
-      : input.pluginCharges === 0n
-        ? list
-        : costOf(usage, p, input.pluginCharges);
+    // Rounded as the charge will be (settlement.ts).
+    const charged = chargedCost(usage, p, list, input.pluginCharges, byok ? input.byokFeeFraction : undefined);
     if (charged > credits) credits = charged;
     const forKey = byok ? charged + list : charged;
     if (forKey > keyWithByok) keyWithByok = forKey;

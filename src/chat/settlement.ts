@@ -1,9 +1,9 @@
 import type { ActualCost, Ticket } from '../admission/ticket.js';
 import { isPromise } from '../awaitable.js';
 import type { Charge, Charges, UsageSource } from '../ledger/ledger.js';
-import { femtoToNanoCeil, type Femto, type Nano } from '../ledger/money.js';
+import type { Femto, Nano } from '../ledger/money.js';
 import type { Metrics } from '../observability/metrics.js';
-import { billedCompletionTokens, byokFee, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
+import { billedCompletionTokens, chargedCost, costOf, type Pricing, type TokenUsage } from '../ledger/pricing.js';
 import { chargedAt } from '../ledger/periods.js';
 
 export interface SettlementBase {
@@ -73,13 +73,7 @@ export class Settlement {
   settle(input: SettleInput): Settled {
     if (this.result) return this.result;
     const listCost = costOf(input.usage, input.pricing);
-    // One rounding up to the nanocredit for the whole cost (CONTRACT §7); BYOK: the fee on the list
-    // cost, then the plugins at their price.
-    const cost = this.base.isByok
-      ? byokFee(listCost, this.byokFeeFraction) + femtoToNanoCeil(input.extras)
-      : input.extras === 0n
-        ? listCost
-        : costOf(input.usage, input.pricing, input.extras);
+    const cost = chargedCost(input.usage, input.pricing, listCost, input.extras, this.base.isByok ? this.byokFeeFraction : undefined);
     const charge: Charge = {
       id: this.base.id,
       accountId: this.base.accountId,

@@ -50,6 +50,16 @@ export function costOf(u: TokenUsage, p: Pricing, extras: Femto = 0n): Nano {
   return femtoToNanoCeil(femto);
 }
 
+/**
+ * What a request with `usage` is charged (CONTRACT §7), given its list-price cost (`costOf(usage, p)`)
+ * and its plugin charges: the whole sum rounded up to the nanocredit once; for BYOK (`byokFeeFraction`),
+ * the fee on the list cost, then the plugins at their price. The charge and the estimate both use it.
+ */
+export function chargedCost(usage: TokenUsage, p: Pricing, listCost: Nano, plugins: Femto, byokFeeFraction: number | undefined): Nano {
+  if (byokFeeFraction !== undefined) return byokFee(listCost, byokFeeFraction) + femtoToNanoCeil(plugins);
+  return plugins === 0n ? listCost : costOf(usage, p, plugins);
+}
+
 /** The BYOK fee: `fraction` of the list-price cost, rounded up to the nanocredit. */
 export function byokFee(listCost: Nano, fraction: number): Nano {
   const ppm = BigInt(Math.round(fraction * 1_000_000));
