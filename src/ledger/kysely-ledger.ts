@@ -216,7 +216,7 @@ const GATHER_MS = 2;
 export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
   /** Charges queued or being written, by generation id. */
-  private readonly pendingCharges = new Map<string, { charge: Charge; queued: Queued; written: Promise<void>; recorded: Promise<void>; journaled: boolean }>();
+  private readonly pendingCharges = new Map<string, { queued: Queued; written: Promise<void>; recorded: Promise<void>; journaled: boolean }>();
   /** Charges journaled (durable) and not yet in the tables, oldest first (SQLite). */
   private unapplied: Queued[] = [];
   /** The rows of the journal table (earlier versions') this ledger applies, by sequence number, until they are dropped. */
@@ -585,7 +585,7 @@ export class KyselyLedger implements Ledger {
     const written = journaled ? Promise.resolve() : new Promise<void>((resolve) => (durable = resolve));
     const recordedPromise = new Promise<void>((resolve) => (recorded = resolve));
     const queued: Queued = { charge, durable, recorded, attempts: 0, entry };
-    this.pendingCharges.set(charge.id, { charge, queued, written, recorded: recordedPromise, journaled });
+    this.pendingCharges.set(charge.id, { queued, written, recorded: recordedPromise, journaled });
     return { queued, written };
   }
 
@@ -669,7 +669,7 @@ export class KyselyLedger implements Ledger {
     if (!this.journal || this.journalFirst) return false;
     const pending = [...this.pendingCharges.values()].filter((p) => !p.journaled);
     if (pending.length === 0) return true;
-    const charges = pending.map((p) => p.charge);
+    const charges = pending.map((p) => p.queued.charge);
     let entry: JournalEntry;
     try {
       entry = new JournalEntry(charges, this.journal.append(charges));
@@ -763,7 +763,7 @@ export class KyselyLedger implements Ledger {
       this.tell(() => this.options.onGroupCommit?.(charges.map((c) => c.id)));
       for (const q of taken) {
         const pending = this.pendingCharges.get(q.charge.id);
-        if (pending?.charge === q.charge) pending.journaled = true;
+        if (pending?.queued === q) pending.journaled = true;
         q.entry = entry;
         q.durable();
         this.unapplied.push(q);
@@ -1068,19 +1068,19 @@ export class KyselyLedger implements Ledger {
 
   async getGeneration(id: string): Promise<Generation | undefined> {
     const pending = this.pendingCharges.get(id);
-    if (pending) return { ...pending.charge };
+    if (pending) return { ...pending.queued.charge };
     const row = await this.read(() => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
     if (row) return toGeneration(row);
     // Still queued, or written while it was read: ask again.
     const late = this.pendingCharges.get(id);
-    if (late) return { ...late.charge };
+    if (late) return { ...late.queued.charge };
     const again = await this.read(() => this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
     return again ? toGeneration(again) : undefined;
   }
 
   /** A charge is in the ledger (or set aside for good): it no longer counts as pending. */
   private unpend(charge: Charge): void {
-    if (this.pendingCharges.get(charge.id)?.charge === charge) this.pendingCharges.delete(charge.id);
+    if (this.pendingCharges.get(charge.id)?.queued.charge === charge) this.pendingCharges.delete(charge.id);
   }
 
   async getSetting(name: string): Promise<string | undefined> {
@@ -1166,7 +1166,7 @@ export class KyselyLedger implements Ledger {
     // The charges that are not durable are answered, for the caller to log in full; any later one is
     // handed to onChargeRejected as it comes (charge()).
     this.closed = true;
-    const unwritten = [...this.pendingCharges.values()].filter((p) => !p.journaled).map((p) => p.charge);
+    const unwritten = [...this.pendingCharges.values()].filter((p) => !p.journaled).map((p) => p.queued.charge);
     // A database that stopped answering mid-transaction can keep its connection busy for good: the
     // unwritten charges are answered whether or not the pool closes in time.
     await settledWithin(this.db.destroy(), DESTROY_WAIT_MS);
