@@ -26,9 +26,10 @@ const time = z
   .string()
   .meta({ description: 'An ISO 8601 date (2026-01-31) or date-time with offset (2026-01-31T12:00:00Z), or epoch milliseconds' })
   .transform((v, ctx) => {
-    const ms = /^\d{1,15}$/.test(v) ? Number(v) : /^\d{4}-\d{2}-\d{2}(T.*(Z|[+-]\d{2}:\d{2}))?$/.test(v) ? Date.parse(v) : NaN;
     // A day that does not exist (2026-11-31) is refused, not read as the next one.
-    if (Number.isNaN(ms) || (!/^\d{1,15}$/.test(v) && !isCalendarDate(v.slice(0, 10)))) {
+    const iso = /^\d{4}-\d{2}-\d{2}(T.*(Z|[+-]\d{2}:\d{2}))?$/.test(v) && isCalendarDate(v.slice(0, 10));
+    const ms = /^\d{1,15}$/.test(v) ? Number(v) : iso ? Date.parse(v) : NaN;
+    if (Number.isNaN(ms)) {
       ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date (2026-01-31) or date-time with offset (2026-01-31T12:00:00Z), or epoch milliseconds' });
       return z.NEVER;
     }

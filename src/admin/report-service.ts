@@ -166,8 +166,8 @@ export class ReportService {
     let from = first;
     let to = today + DAY_MS;
     if (q.date) {
-      const day = Date.parse(`${q.date}T00:00:00Z`);
-      if (Number.isNaN(day) || !isCalendarDate(q.date) || day < first || day > today) {
+      const day = isCalendarDate(q.date) ? Date.parse(`${q.date}T00:00:00Z`) : NaN;
+      if (Number.isNaN(day) || day < first || day > today) {
         throw invalidRequest('date: must be a UTC date within the last 30 days', { field: 'date' });
       }
       from = day;

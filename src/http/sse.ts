@@ -4,8 +4,9 @@ import { WRITTEN_THEN_STOP, type RelayReply, type SseText } from '../chat/chat-s
 
 /**
  * Writes a relayed stream as server-sent events, honouring backpressure: each item yielded (the events
- * of one upstream read) is one write, counted by the producer as delivered once written (RelayReply), and the generator's return value (the closing events) goes out
- * with the end of the response, in one write. Stops (and so lets the producer settle) when the client
+ * of one upstream read) is one write, counted by the producer as delivered once written (RelayReply),
+ * and the generator's return value (the closing events) goes out with the end of the response, in one
+ * write. Stops (and so lets the producer settle) when the client
  * goes away, or when `signal` cancels the request while the client is not reading (past the request
  * deadline, or at shutdown): a client that stops reading without leaving is cut off then, so that its
  * request settles and is charged instead of waiting for as long as the connection lives.

@@ -78,7 +78,8 @@ export class Cooldowns {
       this.until.delete(key);
       return undefined;
     }
-    return { remainingMs, retryAfterMs: Math.max(remainingMs, entry.askedUntil - this.clock.now()), code: entry.code };
+    // What its upstream asked for never ends before the cooldown (the cooldown is that, capped).
+    return { remainingMs, retryAfterMs: entry.askedUntil - this.clock.now(), code: entry.code };
   }
 
   /** The endpoints cooling down now (provider and upstream model; the credential stays a hash, left out), soonest end first. */
