@@ -2,9 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chunkHead, relayedChunkText } from '../src/chat/normalize.js';
-import { plainChunk } from '../src/providers/plain-chunk.js';
-import { plainStreamEvent, streamEvent } from '../src/providers/stream-event.js';
+import { chunkHead, relayedChunkText as relayedBytes } from '../src/chat/normalize.js';
+import { PlainChunks, plainChunk as plainChunkOfBytes } from '../src/providers/plain-chunk.js';
+import type { StreamEvent } from '../src/providers/provider.js';
+import { plainStreamEvent as plainEventOfBytes, streamEvent } from '../src/providers/stream-event.js';
+import { deliveredOf, type DeliveredBody } from '../src/providers/delivered-text.js';
+import { utf8Bytes, utf8Text } from '../src/utf8-bytes.js';
 
 // Issue 9: most stream chunks are relayed without being parsed. What matters is that a chunk read that
 // way goes out exactly as the parsing path would have sent it, is counted the same, and that
@@ -14,10 +17,31 @@ const FIXTURES = join(import.meta.dirname, 'fixtures', 'upstream');
 const served = { id: 'gen-1-001AAAAAAAAAAAAAA', model: 'vendor/model', provider: 'vendor', created: 1_700_000_000 };
 const head = chunkHead(served);
 
+// The reader and the relay take and give a chunk's UTF-8 bytes (utf8-bytes.ts); the tests below speak
+// text, converted here at the edges (so a non-ASCII text is read and relayed as its bytes).
+function plainChunk(text: string) {
+  const plain = plainChunkOfBytes(utf8Bytes(text));
+  return plain && { members: utf8Text(plain.members), delivered: deliveredOf(plain.delivered), output: plain.output };
+}
+function plainStreamEvent(text: string) {
+  const event = plainEventOfBytes(utf8Bytes(text), new PlainChunks());
+  return event && { ...event, delivered: deliveredOf(event.delivered) as DeliveredBody };
+}
+function relayedChunkText(event: StreamEvent, by: typeof served, h: typeof head): string | undefined {
+  const out = relayedBytes(event, by, h);
+  return out === undefined ? undefined : utf8Text(out);
+}
+
 /** What the parsing path makes of a chunk's text. */
 function parsed(text: string) {
-  const event = streamEvent(text, JSON.parse(text) as Record<string, unknown>);
-  return { relayed: relayedChunkText(event, served, head), delivered: event.delivered, output: event.output, usage: event.usage, finish: event.finishReason };
+  const event = streamEvent(utf8Bytes(text), JSON.parse(text) as Record<string, unknown>);
+  return {
+    relayed: relayedChunkText(event, served, head),
+    delivered: deliveredOf(event.delivered),
+    output: event.output,
+    usage: event.usage,
+    finish: event.finishReason,
+  };
 }
 
 function fixtureChunks(): Array<[string, string[]]> {
@@ -71,6 +95,30 @@ describe('plain chunks (relayed without parsing)', () => {
         expect(plain!.output).toBe(slow.output);
       }),
       { numRuns: 400 },
+    );
+  });
+
+  it("a stream's reader, which reads again only what follows the upstream's fields it saw last, reads every chunk as a chunk read alone", () => {
+    // Chunks of a few streams' heads (an escape, an id that is a prefix of another, a longer created), in any order.
+    const heads = ['"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"', '"id":"c1","object":"chat.completion.chunk","created":12,"model":"m"'];
+    heads.push(
+      '"id":"c\\"1","object":"chat.completion.chunk","created":1,"model":"m\\u00e9"',
+      '"id":"c","object":"chat.completion.chunk","created":1,"model":"m"',
+    );
+    const rests = [
+      '"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]',
+      '"system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"日本"},"finish_reason":null}]',
+      '"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]',
+      '"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}],"usage":{"prompt_tokens":1}',
+      '"choices":[{"index":0,"delta":{"reasoning":"r","content":"c"},"finish_reason":null}],"obfuscation":"o"',
+    ];
+    const chunkOf = fc.tuple(fc.nat(heads.length - 1), fc.nat(rests.length - 1)).map(([h, r]) => `{${heads[h]},${rests[r]}}`);
+    fc.assert(
+      fc.property(fc.array(chunkOf, { maxLength: 12 }), (texts) => {
+        const reader = new PlainChunks();
+        for (const text of texts) expect(reader.read(utf8Bytes(text))).toEqual(plainChunkOfBytes(utf8Bytes(text)));
+      }),
+      { numRuns: 300 },
     );
   });
 

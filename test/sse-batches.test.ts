@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sseBatches, type SseBatchesOptions } from '../src/providers/openai/sse-batches.js';
 import type { BodyReader, UpstreamBody } from '../src/providers/openai/upstream-response.js';
+import { utf8Text } from '../src/utf8-bytes.js';
 
 // The upstream's bytes come in reads that split wherever the network split them: a character of
 // several bytes, or the byte-order mark some servers open a stream with, must not change an event.
@@ -28,6 +29,25 @@ describe('reading server-sent events from the upstream', () => {
     const bytes = Buffer.from(text, 'utf8');
     for (const size of [1, 2, 3, 5, 7, 13]) {
       expect(await eventsOf(cut(bytes, size)), `reads of ${size} bytes`).toEqual(['{"content":"héllo 👋 wörld"}', '{"content":"日本語"}']);
+    }
+  });
+
+  it('hands each event over as the bytes that came, not decoded (so that they are relayed as they came)', async () => {
+    const { reader, stream } = manualStream({ toEvent: (data) => data });
+    reader().data(Buffer.from(text, 'utf8'));
+    const { value } = await stream.next();
+    expect((value?.events as string[]).map((bytes) => Buffer.from(bytes, 'latin1'))).toEqual([
+      Buffer.from('{"content":"héllo 👋 wörld"}', 'utf8'),
+      Buffer.from('{"content":"日本語"}', 'utf8'),
+    ]);
+  });
+
+  it('reads bytes that are not UTF-8 as U+FFFD, as a decoder would, so that what is relayed is UTF-8', async () => {
+    const bad = Buffer.concat([Buffer.from('data: {"content":"a', 'utf8'), Buffer.from([0xff, 0xc3, 0x28]), Buffer.from('b"}\n\ndata: [DONE]\n\n')]);
+    for (const size of [1, 2, 64]) {
+      const events = await eventsOf(cut(bad, size));
+      expect(events, `reads of ${size} bytes`).toEqual(['{"content":"a\ufffd\ufffd(b"}']);
+      expect(Buffer.from(events[0] as string, 'utf8').toString('utf8')).toBe(events[0]);
     }
   });
 
@@ -65,7 +85,8 @@ function manualBody(onResume: () => void = () => undefined): { body: UpstreamBod
   };
 }
 
-const passThrough: SseBatchesOptions<string> = { toEvent: (data) => data, toError: (err) => err, onEnded: () => undefined };
+// The events' data are their UTF-8 bytes (utf8-bytes.ts): decoded here, so that the tests read text.
+const passThrough: SseBatchesOptions<string> = { toEvent: (data) => utf8Text(data), toError: (err) => err, onEnded: () => undefined };
 
 /** sseBatches over a manual body (its events the data as it is, unless `options` say otherwise). */
 function manualStream(options: Partial<SseBatchesOptions<string>> = {}, onResume?: () => void) {

@@ -13,7 +13,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
 import { finishReasonOf } from '../providers/stream-event.js';
-import { answerText } from '../providers/delivered-text.js';
+import { answerText, deliveredOf, type DeliveredBody } from '../providers/delivered-text.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
 import type { Catalog, CatalogModel } from '../routing/catalog.js';
 import type { Cooldowns } from '../routing/cooldowns.js';
@@ -21,7 +21,8 @@ import { planAttempts, requestedModels, type Attempt } from '../routing/plan.js'
 import { route, type Routed } from '../routing/route.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
-import { chunkHead, errorChunk, normalizeAnswerText, relayedChunkText, usageBody, usageChunkText, type Served } from './normalize.js';
+import { chunkHead, errorChunk, normalizeAnswerText, relayedEvent, usageBody, usageChunkText, type Served } from './normalize.js';
+import { NO_BYTES, utf8Bytes, type Utf8Bytes } from '../utf8-bytes.js';
 import { hasDuplicateKeys, keyIn, objectMembers, spliceObject } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { billedUsage, type BilledUsage } from './billed-usage.js';
@@ -59,8 +60,8 @@ export interface Started {
   streamFailure: ProviderFailure | undefined;
 }
 
-/** Server-sent events' text: one or more `data: …` events, ready to write. */
-export type SseText = string;
+/** Server-sent events: one or more `data: …` events, ready to write, as their UTF-8 bytes (utf8-bytes.ts). */
+export type SseText = Utf8Bytes;
 
 /** What the consumer of `relay` answers an item with: the item was written, and the consumer stops there. */
 export const WRITTEN_THEN_STOP = 'written-then-stop';
@@ -328,16 +329,17 @@ export class ChatService {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'stream') throw new GatewayError('internal', 'expected a stream');
     const head = chunkHead(served);
-    let delivered = '';
+    // What the stream delivered (a JSON string's body, in bytes): read only if it has to be counted.
+    let delivered = NO_BYTES as DeliveredBody;
     let upstreamUsage: TokenUsage | undefined;
     let upstreamUsageRaw: unknown;
     let finish: string | null = null;
     let ended = false;
     // An answer whole in its first read: its events go out with the closing events, in one write.
-    let lastRead = '';
+    let lastRead = NO_BYTES;
     let underWay = false;
     // A stream that did not reach its end is charged for everything it delivered (CONTRACT §7).
-    const finalUsage = (endedNormally: boolean) => this.billed(started, upstreamUsage, () => delivered, endedNormally);
+    const finalUsage = (endedNormally: boolean) => this.billed(started, upstreamUsage, () => deliveredOf(delivered), endedNormally);
     const settle = (cancelled: boolean, billed = finalUsage(false)) => {
       this.deps.metrics.upstreamDuration(served.provider, (this.deps.clock.now() - routed.sentAt) / 1000);
       return settlement.settle({
@@ -354,8 +356,8 @@ export class ChatService {
       // One write per upstream read: the events of a batch go out together.
       for await (const batch of routed.answer.events) {
         // What the batch delivers counts once it is written: after the yield, when the consumer resumes.
-        let out = '';
-        let batchDelivered = '';
+        let out = NO_BYTES;
+        let batchDelivered = NO_BYTES as DeliveredBody;
         let batchFinish: string | null = finish;
         let batchUsage: TokenUsage | undefined = upstreamUsage;
         let batchUsageRaw: unknown = upstreamUsageRaw;
@@ -364,25 +366,25 @@ export class ChatService {
             batchUsage = event.usage;
             batchUsageRaw = event.chunk.usage ?? (event.chunk.x_groq as Chunk | undefined)?.usage;
           }
-          const text = relayedChunkText(event, served, head);
-          if (text === undefined) continue;
-          batchDelivered += event.delivered;
+          const relayed = relayedEvent(event, served, head);
+          if (relayed === undefined) continue;
+          batchDelivered = (batchDelivered + event.delivered) as DeliveredBody;
           batchFinish = event.finishReason ?? batchFinish;
-          out += `data: ${text}\n\n`;
+          out = (out + relayed) as Utf8Bytes;
         }
         let reply: RelayReply;
         if (batch.last && !underWay) {
-          lastRead += out;
+          lastRead = (lastRead + out) as Utf8Bytes;
         } else if (lastRead || out) {
           // (Were a batch ever to follow one marked last, both go out, in order.)
-          const text = lastRead + out;
-          lastRead = '';
+          const text = (lastRead + out) as Utf8Bytes;
+          lastRead = NO_BYTES;
           underWay = true;
           // The consumer resumes this once it wrote the text; a text it did not write ends the
           // generator here (return()), and so is not counted.
           reply = yield text;
         }
-        delivered += batchDelivered;
+        delivered = (delivered + batchDelivered) as DeliveredBody;
         finish = batchFinish;
         upstreamUsage = batchUsage;
         upstreamUsageRaw = batchUsageRaw;
@@ -394,7 +396,7 @@ export class ChatService {
       // The usage chunk completes the answer: it goes out once the charge is durable (CONTRACT §8).
       await durable;
       const usage = usageBody(billed.usage, cost, routed.isByok, billed.source === 'upstream' ? upstreamUsageRaw : undefined);
-      return `${lastRead}data: ${usageChunkText(head, usage)}\n\ndata: [DONE]\n\n`;
+      return `${lastRead}data: ${usageChunkText(head, usage)}\n\ndata: [DONE]\n\n` as Utf8Bytes;
     } catch (err) {
       const cancelled = signal.aborted;
       finish = cancelled ? finish : 'error';
@@ -412,7 +414,7 @@ export class ChatService {
       const metadata: ErrorMetadata = { error_type: errorTypeOf(failure), provider_name: served.provider };
       if (failure.code !== undefined) metadata.provider_code = failure.code;
       const message = cancelled ? failure.message : `upstream stream ended with an error: ${failure.message}`;
-      return `${lastRead}data: ${JSON.stringify(errorChunk(served, code, message, metadata))}\n\n`;
+      return `${lastRead}data: ${utf8Bytes(JSON.stringify(errorChunk(served, code, message, metadata)))}\n\n` as Utf8Bytes;
     } finally {
       // The consumer stopped early (the client went away): charge what was delivered.
       if (!ended) settle(true);

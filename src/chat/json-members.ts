@@ -5,7 +5,7 @@
  * the scanner trusts its structure and only finds where things are.
  */
 export interface Member {
-  /** The key as written between its quotes (escapes left as they are). */
+  /** The key, its escapes read (`"\u006dodel"` is the key `model`, as JSON.parse reads it). */
   key: string;
   /** Where the member starts (its key's opening quote). */
   start: number;
@@ -76,7 +76,8 @@ export function objectMembers(text: string): Member[] | undefined {
   while (i < text.length && text.charCodeAt(i) !== 125) {
     if (text.charCodeAt(i) !== QUOTE) return undefined;
     const keyEnd = stringEnd(text, i);
-    const key = text.slice(i + 1, keyEnd - 1);
+    const written = text.slice(i + 1, keyEnd - 1);
+    const key = written.includes('\\') ? (JSON.parse(`"${written}"`) as string) : written;
     let j = skipSpace(text, keyEnd);
     if (text.charCodeAt(j) !== 58 /* : */) return undefined;
     j = skipSpace(text, j + 1);

@@ -5,6 +5,7 @@ import type { Chunk, StreamEvent } from '../providers/provider.js';
 import type { ErrorMetadata } from '../error-body.js';
 import { isJsonObject } from '../json-object.js';
 import { jsonString } from '../json-string.js';
+import { utf8Bytes, type Utf8Bytes } from '../utf8-bytes.js';
 import type { ChatCompletionChunkJson, ChatCompletionJson, ChatUsageJson } from './answer-schemas.js';
 import { hasDuplicateKeys, keyIn, objectMembers, spliceObject } from './json-members.js';
 
@@ -128,37 +129,57 @@ export function normalizeAnswerText(text: string, body: Chunk, served: Served, u
   return spliceObject(text, members, head, answerReplaced, `"usage":${usageText(usage)}`);
 }
 
-/** The members every relayed chunk starts with: the gateway's id, object, created, model and provider. */
-export function chunkHead(served: Served): string {
-  return idMembers(served, 'chat.completion.chunk', served.created);
+/** What every relayed chunk of a stream starts with, as bytes (a stream is relayed as its bytes: utf8-bytes.ts). */
+export interface ChunkHead {
+  /** The gateway's id, object, created, model and provider members. */
+  members: Utf8Bytes;
+  /** A plain chunk's event up to its own members: `data: {`, `members` and a comma. */
+  plainEventStart: Utf8Bytes;
 }
 
-/** The text of `usageChunk(served, usage)`, from the stream's `head` (chunkHead). */
-export function usageChunkText(head: string, usage: ChatUsageJson): string {
-  return `{${head},"choices":[],"usage":${usageText(usage)}}`;
+export function chunkHead(served: Served): ChunkHead {
+  const members = utf8Bytes(idMembers(served, 'chat.completion.chunk', served.created));
+  return { members, plainEventStart: `data: {${members},` as Utf8Bytes };
+}
+
+/** The text (bytes) of `usageChunk(served, usage)`, from the stream's `head`. */
+export function usageChunkText(head: ChunkHead, usage: ChatUsageJson): Utf8Bytes {
+  // The usage is numbers and booleans: ASCII, its own bytes.
+  return `{${head.members},"choices":[],"usage":${usageText(usage)}}` as Utf8Bytes;
+}
+
+/** A relayed event: `event`'s chunk as the gateway relays it, as one `data:` event, or undefined when nothing is left to relay. */
+export function relayedEvent(event: StreamEvent, served: Served, head: ChunkHead): Utf8Bytes | undefined {
+  // A plain chunk (most of a stream) is written in as few pieces as it can be: Node copies each piece.
+  if (event.plain !== undefined) return `${head.plainEventStart}${event.plain}}\n\n` as Utf8Bytes;
+  const text = relayedChunkText(event, served, head);
+  return text === undefined ? undefined : (`data: ${text}\n\n` as Utf8Bytes);
 }
 
 const chunkReplaced = keyIn(['id', 'object', 'created', 'model', 'provider', 'usage', 'x_groq']);
 
 /**
- * The text of `normalizeChunk(event.chunk, served)`, or undefined when nothing is left to relay. A
- * chunk whose choices need no change (the usual case) is spliced: `head` (chunkHead) replaces the
+ * The text (bytes) of `normalizeChunk(event.chunk, served)`, or undefined when nothing is left to
+ * relay. A chunk whose choices need no change (the usual case) is spliced: `head` replaces the
  * upstream's own fields, the rest goes out as the upstream wrote it; a plain chunk was split so by
  * its reader (plain-chunk.ts).
  */
-export function relayedChunkText(event: StreamEvent, served: Served, head: string): string | undefined {
-  if (event.plain !== undefined) return `{${head},${event.plain}}`;
+export function relayedChunkText(event: StreamEvent, served: Served, head: ChunkHead): Utf8Bytes | undefined {
+  if (event.plain !== undefined) return `{${head.members},${event.plain}}` as Utf8Bytes;
   const { chunk, text } = event;
   const choices = chunk.choices;
-  if (Array.isArray(choices) && choices.length > 0 && choicesClean(choices, 'delta')) {
+  // A chunk whose data came on several `data:` lines has line breaks between its tokens (a JSON string
+  // holds none): spliced, they would end the relayed event's line. It is written anew instead.
+  if (Array.isArray(choices) && choices.length > 0 && choicesClean(choices, 'delta') && !text.includes('\n')) {
     const members = objectMembers(text);
     if (members && !hasDuplicateKeys(members)) {
       const dropFingerprint = typeof chunk.system_fingerprint !== 'string';
-      return spliceObject(text, members, head, (key) => chunkReplaced(key) || (dropFingerprint && key === 'system_fingerprint'));
+      // Bytes spliced into bytes: the members are cut from the upstream's bytes at ASCII delimiters.
+      return spliceObject(text, members, head.members, (key) => chunkReplaced(key) || (dropFingerprint && key === 'system_fingerprint')) as Utf8Bytes;
     }
   }
   const out = normalizeChunk(chunk, served);
-  return out ? JSON.stringify(out) : undefined;
+  return out ? utf8Bytes(JSON.stringify(out)) : undefined;
 }
 
 /**

@@ -37,7 +37,8 @@ export async function writeSse(
         closing = item.value;
         break;
       }
-      if (!raw.write(item.value)) {
+      // An item is UTF-8 bytes held one character a byte (SseText): 'latin1' writes them as they are.
+      if (!raw.write(item.value, 'latin1')) {
         await drainedOrClosed(raw, signal);
         // Not drained: the client is gone, or the request was cancelled while it was not reading. The
         // item was written all the same: the producer counts it, and reads nothing more.
@@ -52,7 +53,7 @@ export async function writeSse(
     await items.return(undefined);
     // A head that failed leaves the response to the caller (endFailedStream), not to an empty 200.
     if (!raw.destroyed && raw.headersSent) {
-      if (closing) raw.end(closing);
+      if (closing) raw.end(closing, 'latin1');
       else raw.end();
     }
   }

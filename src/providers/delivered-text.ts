@@ -1,5 +1,26 @@
 import { isJsonObject, type JsonObject } from '../json-object.js';
+import { utf8Bytes, utf8Text, type Utf8Bytes } from '../utf8-bytes.js';
 import type { Chunk } from './provider.js';
+
+/**
+ * What a stream delivered is kept as the body of a JSON string (its escapes as the upstream wrote
+ * them), in UTF-8 bytes: a plain chunk's text is cut from its bytes as it is, and the bodies of a
+ * stream's chunks, one after another, are the body of one string. It is read (`deliveredOf`) only when
+ * it has to be counted, and then read whole, so that a character the upstream escaped in two halves
+ * over two chunks (`\ud83d`, then `\ude00`) is one character, as it was when the text was read a
+ * chunk at a time.
+ */
+export type DeliveredBody = Utf8Bytes;
+
+/** `text` as a DeliveredBody. */
+export function deliveredBody(text: string): DeliveredBody {
+  return text.length === 0 ? (text as DeliveredBody) : utf8Bytes(JSON.stringify(text).slice(1, -1));
+}
+
+/** The text a DeliveredBody holds. */
+export function deliveredOf(body: DeliveredBody): string {
+  return body.length === 0 ? '' : (JSON.parse(`"${utf8Text(body)}"`) as string);
+}
 
 /** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
 export function deliveredText(chunk: Chunk): string {
@@ -7,10 +28,10 @@ export function deliveredText(chunk: Chunk): string {
 }
 
 /**
- * Text a whole answer delivered, for counting when no usage came: content, reasoning (`reasoning`,
- * `reasoning_content`, `reasoning_details`) and tool calls, as a stream of the same answer would
- * deliver it. "Without usage from the upstream, the delivered count includes reasoning text, streamed
- * or not" (CONTRACT §7).
+ * Text a whole answer delivered, for counting when no usage came: content, a refusal, reasoning
+ * (`reasoning`, `reasoning_content`, `reasoning_details`) and tool calls (each call's function name and
+ * arguments), as a stream of the same answer delivers it. "Without usage from the upstream, the
+ * delivered count includes reasoning text, streamed or not" (CONTRACT §7).
  */
 export function answerText(body: Chunk): string {
   return choicesText(body, 'message');
@@ -24,11 +45,20 @@ function choicesText(payload: Chunk, key: 'message' | 'delta'): string {
     const m = isJsonObject(c) ? c[key] : undefined;
     if (!isJsonObject(m)) continue;
     if (typeof m.content === 'string') text += m.content;
+    if (typeof m.refusal === 'string') text += m.refusal;
     text += reasoningText(m);
-    if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
-    if (isJsonObject(m.function_call)) text += JSON.stringify(m.function_call);
+    // What the model wrote of a call: its name and its arguments (a stream sends the name once and the
+    // arguments in pieces; the call's id, type and index are the API's framing, counted neither way).
+    if (Array.isArray(m.tool_calls)) for (const call of m.tool_calls) if (isJsonObject(call)) text += functionText(call.function);
+    text += functionText(m.function_call);
   }
   return text;
+}
+
+/** A function call's name and arguments, as far as it has them. */
+function functionText(f: unknown): string {
+  if (!isJsonObject(f)) return '';
+  return (typeof f.name === 'string' ? f.name : '') + (typeof f.arguments === 'string' ? f.arguments : '');
 }
 
 /**

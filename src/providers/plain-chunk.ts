@@ -1,3 +1,6 @@
+import type { Utf8Bytes } from '../utf8-bytes.js';
+import { deliveredOf, type DeliveredBody } from './delivered-text.js';
+
 /**
  * Most chunks of a streamed answer carry a few words of text and nothing else the gateway must read
  * or change: one choice whose delta holds content or reasoning, no finish reason, no usage, no error.
@@ -6,6 +9,8 @@
  * admits only valid JSON of that shape (every string checked for escapes and control characters), so
  * what it accepts is relayed as it was sent, behind the gateway's own fields. Anything else (a finish
  * reason, usage, an error, tool calls, another field, other spacing or order) is parsed as before.
+ * The chunk is read as its UTF-8 bytes (utf8-bytes.ts): the expression's string characters admit any
+ * byte of a character beyond ASCII, and the reader made sure they are UTF-8.
  */
 export interface PlainChunk {
   /**
@@ -13,9 +18,9 @@ export interface PlainChunk {
    * a null system_fingerprint, as written, separated by commas: what follows the gateway's own
    * fields in the relayed chunk.
    */
-  members: string;
-  /** The text the chunk delivers: its content, then its reasoning (the longer of its two names). */
-  delivered: string;
+  members: Utf8Bytes;
+  /** The text the chunk delivers (as a JSON string's body: delivered-text.ts): its content, then its reasoning (the longer of its two names). */
+  delivered: DeliveredBody;
   /** Whether it carries output (non-empty content or reasoning). */
   output: boolean;
 }
@@ -36,28 +41,36 @@ const FINGERPRINT = `,"system_fingerprint":${STR_OR_NULL}`;
 
 /**
  * The members in the order OpenAI-compatible upstreams write them (OpenAI, DeepSeek, Groq, Mistral):
- * the upstream's own fields, the optional service tier and fingerprint, the choices, then optionally
- * usage (null), a fingerprint written after the choices, and OpenAI's obfuscation padding. Groups: 1
- * service tier, 2 fingerprint before, 3 choices, 4 the content of a content-only delta (in the
- * choices), 5 fingerprint after, 6 obfuscation.
+ * the upstream's own fields (HEAD), then (REST) the optional service tier and fingerprint, the
+ * choices, then optionally usage (null), a fingerprint written after the choices, and OpenAI's
+ * obfuscation padding. REST's groups: 1 service tier, 2 fingerprint before, 3 choices, 4 the content
+ * of a content-only delta (in the choices), 5 fingerprint after, 6 obfuscation.
  */
-const PLAIN = new RegExp(
-  String.raw`^\{"id":${STR},"object":"chat\.completion\.chunk","created":${NUM},"model":${STR}` +
-    `((?:,"service_tier":${STR_OR_NULL})?)(${FINGERPRINT})?,("choices":\\[${CHOICE}\\])(?:,"usage":null)?(${FINGERPRINT})?((?:,"obfuscation":${STR})?)\\}$`,
-);
+const HEAD = String.raw`\{"id":${STR},"object":"chat\.completion\.chunk","created":${NUM},"model":${STR}`;
+const REST = `((?:,"service_tier":${STR_OR_NULL})?)(${FINGERPRINT})?,("choices":\\[${CHOICE}\\])(?:,"usage":null)?(${FINGERPRINT})?((?:,"obfuscation":${STR})?)\\}$`;
+/** A whole plain chunk; group 1 is its HEAD, REST's groups follow. */
+const PLAIN = new RegExp(`^(${HEAD})${REST}`);
+/** What follows a HEAD already read (sticky: from `lastIndex`). */
+const PLAIN_AFTER_HEAD = new RegExp(REST, 'y');
 
 /** The text members of a plain delta, each value as written (a string with its escapes, or null). */
 const DELTA_TEXT = new RegExp(`"(content|reasoning|reasoning_content)":(${STR_OR_NULL})`, 'g');
 
 const FINGERPRINT_NULL = ',"system_fingerprint":null';
 
-/** A JSON string literal's value (parsed only when it has escapes). */
-function stringValue(literal: string): string {
-  return literal.includes('\\') ? (JSON.parse(literal) as string) : literal.slice(1, -1);
+/** A JSON string literal's body: its text, as a DeliveredBody (read only if it is counted). */
+function stringValue(literal: string): DeliveredBody {
+  return literal.slice(1, -1) as DeliveredBody;
 }
 
-function plain(members: string, delivered: string): PlainChunk {
-  return { members: members.startsWith(',') ? members.slice(1) : members, delivered, output: delivered.length > 0 };
+function plain(members: string, delivered: DeliveredBody): PlainChunk {
+  return { members: (members.startsWith(',') ? members.slice(1) : members) as Utf8Bytes, delivered, output: delivered.length > 0 };
+}
+
+/** The longer of two texts (by their length as text, as the parsing path compares them); `a` when as long. */
+function longerText(a: DeliveredBody, b: DeliveredBody): DeliveredBody {
+  if (a.length === 0 || b.length === 0) return a.length > 0 ? a : b;
+  return deliveredOf(b).length > deliveredOf(a).length ? b : a;
 }
 
 /**
@@ -66,12 +79,45 @@ function plain(members: string, delivered: string): PlainChunk {
  */
 const MAX_PLAIN_LENGTH = 65_536;
 
-/** The chunk's text read as a plain chunk, or undefined when it is not one (then it must be parsed). */
-export function plainChunk(text: string): PlainChunk | undefined {
-  if (text.length > MAX_PLAIN_LENGTH) return undefined;
-  const m = PLAIN.exec(text);
-  if (!m) return undefined;
-  const [, tier = '', before, choices = '', onlyContent, after, obfuscation = ''] = m;
+/**
+ * Reads a stream's chunks as plain chunks. The chunks of one stream repeat the upstream's own fields
+ * (its id, created and model), which are most of a text chunk: once a chunk's were read, a chunk that
+ * starts with the same text has only the rest read (what the whole expression would make of it is
+ * the same: the fields end where they do whatever follows).
+ */
+export class PlainChunks {
+  /** The upstream's fields (HEAD) of the last plain chunk, as written. */
+  private head: string | undefined;
+
+  /** The chunk's text (its bytes) read as a plain chunk, or undefined when it is not one (then it must be parsed). */
+  read(text: Utf8Bytes): PlainChunk | undefined {
+    if (text.length > MAX_PLAIN_LENGTH) return undefined;
+    const head = this.head;
+    if (head !== undefined && text.startsWith(head)) {
+      PLAIN_AFTER_HEAD.lastIndex = head.length;
+      const rest = PLAIN_AFTER_HEAD.exec(text);
+      return rest ? plainOf(rest, 1) : undefined;
+    }
+    const m = PLAIN.exec(text);
+    if (!m) return undefined;
+    this.head = m[1];
+    return plainOf(m, 2);
+  }
+}
+
+/** A chunk's text (its bytes) read as a plain chunk on its own, or undefined when it is not one. */
+export function plainChunk(text: Utf8Bytes): PlainChunk | undefined {
+  return new PlainChunks().read(text);
+}
+
+/** The plain chunk a match of REST's groups (from group `first` on) found. */
+function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
+  const tier = m[first] ?? '';
+  const before = m[first + 1];
+  const choices = m[first + 2] ?? '';
+  const onlyContent = m[first + 3];
+  const after = m[first + 4];
+  const obfuscation = m[first + 5] ?? '';
   // A fingerprint written twice is left to the parser (JSON.parse keeps the last of two keys).
   if (before !== undefined && after !== undefined) return undefined;
   const fingerprint = before ?? after;
@@ -80,19 +126,18 @@ export function plainChunk(text: string): PlainChunk | undefined {
   const members = (before !== undefined ? `${tier}${keptFingerprint},${choices}` : `${tier},${choices}${keptFingerprint}`) + obfuscation;
   if (onlyContent !== undefined) return plain(members, stringValue(onlyContent));
   // As JSON.parse would read the delta: the last of a key written twice.
-  let content = '';
-  let reasoning = '';
-  let reasoningContent = '';
+  let content = '' as DeliveredBody;
+  let reasoning = '' as DeliveredBody;
+  let reasoningContent = '' as DeliveredBody;
   // An exec loop, not matchAll: matchAll's iterator and its arrays cost twice what the expression does.
   DELTA_TEXT.lastIndex = 0;
   for (let m = DELTA_TEXT.exec(choices); m !== null; m = DELTA_TEXT.exec(choices)) {
     const key = m[1];
     const literal = m[2] ?? 'null';
-    const value = literal === 'null' ? '' : stringValue(literal);
+    const value = literal === 'null' ? ('' as DeliveredBody) : stringValue(literal);
     if (key === 'content') content = value;
     else if (key === 'reasoning') reasoning = value;
     else reasoningContent = value;
   }
-  const longest = reasoningContent.length > reasoning.length ? reasoningContent : reasoning;
-  return plain(members, content + longest);
+  return plain(members, (content + longerText(reasoning, reasoningContent)) as DeliveredBody);
 }

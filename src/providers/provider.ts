@@ -1,5 +1,7 @@
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { CancelSignal } from '../cancellation.js';
+import type { Utf8Bytes } from '../utf8-bytes.js';
+import type { DeliveredBody } from './delivered-text.js';
 
 /**
  * A provider adapter: one kind of upstream (OpenAI-compatible, the built-in demo, …). Adapters are
@@ -60,16 +62,19 @@ export interface JsonAnswer {
 }
 
 interface StreamEventBase {
-  /** The chunk's JSON text, unchanged. */
-  text: string;
+  /** The chunk's JSON text as the upstream sent it: its UTF-8 bytes (utf8-bytes.ts), unchanged. */
+  text: Utf8Bytes;
   /** Token counts, when this chunk carries the upstream's usage. */
   usage: TokenUsage | undefined;
   /** The first choice's finish reason, when this chunk carries one. */
   finishReason: string | undefined;
   /** Whether the chunk carries output: text, reasoning, a tool call or a finish reason. */
   output: boolean;
-  /** The text it delivered (content, reasoning, tool calls): what is counted when no usage comes or a stream is cut short. */
-  delivered: string;
+  /**
+   * The text it delivered (content, a refusal, reasoning, tool calls), as a JSON string's body: what is
+   * counted when no usage comes or a stream is cut short (read only then: delivered-text.ts).
+   */
+  delivered: DeliveredBody;
 }
 
 /** A chunk that was parsed, because the gateway must read more of it or may have to change it. */
@@ -84,12 +89,13 @@ export interface ParsedStreamEvent extends StreamEventBase {
  */
 export interface PlainStreamEvent extends StreamEventBase {
   chunk?: undefined;
-  plain: string;
+  plain: Utf8Bytes;
 }
 
 /**
- * One event of a streamed answer: the chunk's JSON text as the upstream sent it, so that the gateway
- * can relay it by splicing rather than rebuilding it, with what the gateway needs from it read out.
+ * One event of a streamed answer: the chunk's JSON text as the upstream sent it (its bytes), so that
+ * the gateway can relay it by splicing rather than rebuilding it, with what the gateway needs from it
+ * read out.
  */
 export type StreamEvent = ParsedStreamEvent | PlainStreamEvent;
 

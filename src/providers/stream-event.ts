@@ -1,7 +1,8 @@
-import { deliveredText } from './delivered-text.js';
-import { plainChunk } from './plain-chunk.js';
+import { deliveredBody, deliveredText } from './delivered-text.js';
+import type { PlainChunks } from './plain-chunk.js';
 import type { Chunk, ParsedStreamEvent, PlainStreamEvent } from './provider.js';
 import { usageOf } from './usage.js';
+import { utf8Bytes, type Utf8Bytes } from '../utf8-bytes.js';
 
 type Obj = Record<string, unknown>;
 
@@ -24,20 +25,25 @@ export function finishReasonOf(choices: unknown): string | undefined {
   return first && typeof first === 'object' && typeof first.finish_reason === 'string' ? first.finish_reason : undefined;
 }
 
-/** One stream event of a parsed chunk: the chunk's text and what the gateway reads from it. */
-export function streamEvent(text: string, chunk: Chunk): ParsedStreamEvent {
+/** One stream event of a parsed chunk: the chunk's text (its bytes) and what the gateway reads from it. */
+export function streamEvent(text: Utf8Bytes, chunk: Chunk): ParsedStreamEvent {
   return {
     text,
     chunk,
     usage: usageOf(chunk),
     finishReason: finishReasonOf(chunk.choices),
     output: carriesOutput(chunk.choices),
-    delivered: deliveredText(chunk),
+    delivered: deliveredBody(deliveredText(chunk)),
   };
 }
 
-/** The event of a plain chunk (plain-chunk.ts), read without parsing it; undefined when the chunk must be parsed. */
-export function plainStreamEvent(text: string): PlainStreamEvent | undefined {
-  const plain = plainChunk(text);
+/** The stream event of a chunk the gateway made itself (a whole answer replayed as a stream, the demo provider). */
+export function chunkEvent(chunk: Chunk): ParsedStreamEvent {
+  return streamEvent(utf8Bytes(JSON.stringify(chunk)), chunk);
+}
+
+/** The event of a plain chunk (plain-chunk.ts) of the stream `chunks` reads, read without parsing it; undefined when the chunk must be parsed. */
+export function plainStreamEvent(text: Utf8Bytes, chunks: PlainChunks): PlainStreamEvent | undefined {
+  const plain = chunks.read(text);
   return plain && { text, plain: plain.members, usage: undefined, finishReason: undefined, output: plain.output, delivered: plain.delivered };
 }

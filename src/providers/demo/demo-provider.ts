@@ -4,7 +4,7 @@ import type { Clock } from '../../clock.js';
 import { countPromptTokens } from '../../tokenizer/count-tokens.js';
 import { tokenUsage } from '../../ledger/pricing.js';
 import { ProviderError, type ChatAnswer, type ChatCall, type Chunk, type ProviderAdapter, type StreamBatch } from '../provider.js';
-import { streamEvent } from '../stream-event.js';
+import { chunkEvent } from '../stream-event.js';
 import { demoTokens } from './demo-text.js';
 
 export interface DemoProviderOptions {
@@ -58,7 +58,7 @@ export class DemoProvider implements ProviderAdapter {
 
   /** A batch per token, as a network upstream would deliver them one read at a time. */
   private async *stream(base: Chunk, tokens: string[], finish: string, usage: Chunk, signal: CancelSignal): AsyncGenerator<StreamBatch> {
-    const event = (chunk: Chunk, last = false) => ({ events: [streamEvent(JSON.stringify(chunk), chunk)], last });
+    const event = (chunk: Chunk, last = false) => ({ events: [chunkEvent(chunk)], last });
     const chunk = (delta: Chunk, finishReason: string | null) =>
       event({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] });
     yield chunk({ role: 'assistant', content: '' }, null);

@@ -12,13 +12,15 @@ import {
   type StreamBatch,
   type StreamEvent,
 } from '../provider.js';
-import { plainStreamEvent, streamEvent } from '../stream-event.js';
+import { PlainChunks } from '../plain-chunk.js';
+import { chunkEvent, plainStreamEvent, streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
 import { sseBatches } from './sse-batches.js';
 import { requestUpstream, type UpstreamBody, type UpstreamResponse } from './upstream-response.js';
-import { describeUpstreamError, rateLimitedMidStream, rateLimitedOrAtCapacity, redactSecrets } from './upstream-error.js';
+import { describeUpstreamError, rateLimitedMidStream, rateLimitedOrAtCapacity, upstreamText } from './upstream-error.js';
 import type { CancelSignal } from '../../cancellation.js';
 import { jsonString } from '../../json-string.js';
+import { utf8Text, type Utf8Bytes } from '../../utf8-bytes.js';
 
 export interface OpenAiProviderOptions {
   id: string;
@@ -109,7 +111,8 @@ export class OpenAiProvider implements ProviderAdapter {
       throw new ProviderError(failure);
     }
 
-    const contentType = String(res.headers['content-type'] ?? '');
+    // A media type is case-insensitive (Text/Event-Stream is an event stream too).
+    const contentType = String(res.headers['content-type'] ?? '').toLowerCase();
     if (call.stream && contentType.includes('text/event-stream')) {
       return { kind: 'stream', events: this.readStream(res.body, call.signal, call.apiKey, timeout) };
     }
@@ -117,6 +120,8 @@ export class OpenAiProvider implements ProviderAdapter {
     let parsed: unknown;
     try {
       text = await res.body.text();
+      // A byte-order mark opening the answer is no part of it (as one opening a stream is not).
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       parsed = JSON.parse(text);
     } catch (err) {
       throw new ProviderError(
@@ -137,20 +142,21 @@ export class OpenAiProvider implements ProviderAdapter {
 
   /** The upstream's events, a batch per read; ends at `data: [DONE]` or when the upstream closes. */
   private readStream(body: UpstreamBody, callerSignal: CancelSignal, sentKey: string | undefined, timeout: CallTimeout): AsyncIterable<StreamBatch> {
+    const plainChunks = new PlainChunks();
     return sseBatches(body, {
-      toEvent: (data) => this.event(data, sentKey),
+      toEvent: (data) => this.event(data, sentKey, plainChunks),
       toError: (err) => (err instanceof ProviderError ? err : new ProviderError(failureFromError(err, callerSignal.aborted))),
       onEnded: () => timeout.clear(),
     });
   }
 
   /** One event's data: a chunk, or the upstream's mid-stream error (thrown as a ProviderError). */
-  private event(data: string, sentKey: string | undefined): StreamEvent {
-    const plain = plainStreamEvent(data);
+  private event(data: Utf8Bytes, sentKey: string | undefined, plainChunks: PlainChunks): StreamEvent {
+    const plain = plainStreamEvent(data, plainChunks);
     if (plain) return plain;
     let chunk: Chunk;
     try {
-      chunk = JSON.parse(data) as Chunk;
+      chunk = JSON.parse(utf8Text(data)) as Chunk;
     } catch {
       throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not JSON' });
     }
@@ -163,8 +169,8 @@ export class OpenAiProvider implements ProviderAdapter {
       const rateLimited = rateLimitedMidStream(code, e.type);
       throw new ProviderError({
         kind: rateLimited ? 'rate_limited' : 'http',
-        message: typeof e.message === 'string' ? redactSecrets(e.message, [sentKey]).slice(0, 300) : 'upstream reported an error mid-stream',
-        ...(code === undefined ? {} : { code: redactSecrets(String(code), [sentKey]).slice(0, 100) }),
+        message: typeof e.message === 'string' ? upstreamText(e.message, sentKey, 300) : 'upstream reported an error mid-stream',
+        ...(code === undefined ? {} : { code: upstreamText(String(code), sentKey, 100) }),
       });
     }
     return streamEvent(data, chunk);
@@ -182,5 +188,5 @@ async function* singleChunkStream(answer: Chunk): AsyncGenerator<StreamBatch> {
     finish_reason: c.finish_reason ?? null,
   }));
   const chunk = { ...answer, object: 'chat.completion.chunk', choices };
-  yield { events: [streamEvent(JSON.stringify(chunk), chunk)], last: true };
+  yield { events: [chunkEvent(chunk)], last: true };
 }

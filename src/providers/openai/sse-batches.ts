@@ -1,14 +1,17 @@
 import type { StreamBatch } from '../provider.js';
 import type { UpstreamBody } from './upstream-response.js';
-import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
+import { Utf8Reads, type Utf8Bytes } from '../../utf8-bytes.js';
+
+/** A byte-order mark's UTF-8 bytes. */
+const UTF8_BOM = '\xef\xbb\xbf';
 
 /** Reads queued ahead of the consumer (a slow client) before the upstream body is paused. */
 const READ_AHEAD = 256;
 
 export interface SseBatchesOptions<T> {
-  /** One event's data as the consumer wants it; it may throw to end the stream with that error. */
-  toEvent(data: string): T;
+  /** One event's data (its UTF-8 bytes) as the consumer wants it; it may throw to end the stream with that error. */
+  toEvent(data: Utf8Bytes): T;
   /** What the consumer is thrown when the body fails (a read error, a timeout, an abort). */
   toError(err: unknown): unknown;
   /** Called once when the stream is over, however it ended. */
@@ -44,7 +47,9 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
   const parser = createParser({
     onEvent: (e) => {
       if (finished) return;
-      const data = e.data.trim();
+      // The parser was fed bytes (Utf8Bytes), so its data is bytes. Trimming them is safe: what it
+      // removes at either end is ASCII space, or a byte of a character no JSON text ends or starts with.
+      const data = e.data.trim() as Utf8Bytes;
       if (data === '[DONE]') return finish();
       if (!data) return;
       try {
@@ -58,18 +63,18 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
       }
     },
   });
-  // Node's StringDecoder (a character split between two reads is kept for the next): a fifth of what
-  // TextDecoder's streaming decode costs for the same bytes here.
-  const decoder = new StringDecoder('utf8');
+  // The reads are fed to the parser as their UTF-8 bytes, not decoded (utf8-bytes.ts): the events'
+  // structure is ASCII, and their bytes are relayed as they came, behind the gateway's own fields.
+  const reads = new Utf8Reads();
   let started = false;
   const onData = (buf: Buffer) => {
     // Past [DONE]: whatever is left of the body is read and dropped.
     if (finished) return;
-    let text = decoder.write(buf);
+    let text = reads.read(buf);
     if (!started && text.length > 0) {
       started = true;
       // A byte-order mark opening the stream is no part of it (as TextDecoder would drop it).
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      if (text.startsWith(UTF8_BOM)) text = text.slice(UTF8_BOM.length) as Utf8Bytes;
     }
     const before = batch.length;
     parser.feed(text);
@@ -85,6 +90,10 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
   body.read({
     data: onData,
     end: () => {
+      // The body's end ends its last line: the parser holds back a closing CR in case an LF follows
+      // (a CR LF is one line ending), so a stream whose lines end in CR alone would lose its last
+      // event. An LF after it makes it the line ending it is; a line without one stays incomplete.
+      if (!finished) parser.feed('\n');
       finish();
       notify();
     },

@@ -7,6 +7,17 @@ export function redactSecrets(text: string, secrets: ReadonlyArray<string | unde
   return out;
 }
 
+/** A lone surrogate: half of a character, which strict JSON readers refuse. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * Text from an upstream as the gateway passes it on: scrubbed of the key it was sent, at most `max`
+ * characters, and well-formed (a cut inside a character, or half of one the upstream sent, is U+FFFD).
+ */
+export function upstreamText(text: string, sentKey: string | undefined, max: number): string {
+  return redactSecrets(text, [sentKey]).slice(0, max).replace(LONE_SURROGATE, '\ufffd');
+}
+
 /**
  * The provider's own error code and a message from an OpenAI-style error body. Upstream text is cut
  * short and scrubbed of the key that was sent; an authentication failure says only that, since its
@@ -21,7 +32,7 @@ export function describeUpstreamError(status: number, text: string, sentKey: str
     if (err && typeof err === 'object') {
       const e = err as Record<string, unknown>;
       const c = e.code ?? e.type;
-      if (typeof c === 'string' || typeof c === 'number') code = redactSecrets(String(c), [sentKey]).slice(0, 100);
+      if (typeof c === 'string' || typeof c === 'number') code = upstreamText(String(c), sentKey, 100);
       if (typeof e.message === 'string' && e.message) detail = e.message;
     } else if (typeof err === 'string') {
       detail = err;
@@ -31,7 +42,7 @@ export function describeUpstreamError(status: number, text: string, sentKey: str
   }
   let message = `upstream answered HTTP ${status}`;
   if (status === 401 || status === 403) message += ': the provider refused the credentials it was sent';
-  else if (detail) message += `: ${redactSecrets(detail, [sentKey]).slice(0, 300)}`;
+  else if (detail) message += `: ${upstreamText(detail, sentKey, 300)}`;
   return code === undefined ? { message } : { code, message };
 }
 
