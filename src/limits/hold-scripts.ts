@@ -326,7 +326,27 @@ local function record_in_order(F, a)
       if not snapshot(f) then newer(f, F[a + 3 + 2 * i]) end
     end
     local f = 'q|' .. fmt(t)
-    if not snapshot(f) then
+    local waiting = snapshot(f)
+    if waiting then
+      -- A record of the same commit waits already (another process's reading of the ledger at that
+      -- number, or the commit's own record): they are one, so the charges each recorded and the key
+      -- snapshots each carries wait together (dropping this one would leave its charges pending
+      -- beside a snapshot that counts them).
+      local E = {}
+      for field in string.gmatch(waiting, '([^\\t]*)\\t') do E[#E + 1] = field end
+      local en = tonumber(E[2])
+      local eat = 3 + 2 * en
+      local em = tonumber(E[eat])
+      local M = { E[1], tostring(en + n) }
+      for i = 3, eat - 1 do M[#M + 1] = E[i] end
+      for i = a + 2, at - 1 do M[#M + 1] = F[i] end
+      M[#M + 1] = tostring(em + tonumber(F[at]))
+      for i = eat + 1, eat + em do M[#M + 1] = E[i] end
+      for i = at + 1, after - 1 do M[#M + 1] = F[i] end
+      local raw = table.concat(M, '\\t') .. '\\t'
+      redis.call('HSET', KS, f, raw)
+      snapshots[f] = raw
+    else
       local raw = table.concat(F, '\\t', a, after - 1) .. '\\t'
       redis.call('HSET', KS, f, raw)
       snapshots[f] = raw
