@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { objectMembers, spliceObject } from '../src/chat/json-members.js';
 import {
   chunkHead,
+  answerWriter,
   normalizeAnswer,
-  normalizeAnswerText,
   normalizeChunk,
   relayedChunkText,
   usageChunk,
@@ -86,8 +86,20 @@ describe('issue 9: splicing JSON text instead of rebuilding it', () => {
     for (const file of ['openai-text', 'groq-text', 'groq-tool-call', 'deepseek-text', 'mistral-text', 'xai-text']) {
       const body = fixtureJson(`${file}.json`) as Record<string, unknown>;
       for (const text of [JSON.stringify(body), JSON.stringify(body, null, 2)]) {
-        expect(JSON.parse(normalizeAnswerText(text, body, served, usage)), file).toEqual(normalizeAnswer(body, served, usage));
+        expect(JSON.parse(answerWriter(text, body, served)(usage)), file).toEqual(normalizeAnswer(body, served, usage));
       }
+    }
+  });
+
+  it('a whole answer that must be rebuilt (a null the schema forbids, a key written twice) is relayed as the reference relays it', () => {
+    const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, cost: 0.5, is_byok: false };
+    const texts = [
+      '{"id":"u","choices":[{"index":0,"message":{"role":"assistant","content":"x","tool_calls":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":9}}',
+      '{"id":"u","model":"a","model":"b","choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"stop"}]}',
+    ];
+    for (const text of texts) {
+      const body = JSON.parse(text) as Record<string, unknown>;
+      expect(JSON.parse(answerWriter(text, body, served)(usage))).toEqual(normalizeAnswer(body, served, usage));
     }
   });
 

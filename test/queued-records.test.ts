@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
-import type { AdmitRequest, HoldStore, LedgerUpdate } from '../src/limits/hold-store.js';
+import type { AdmitRequest, HoldStore } from '../src/limits/hold-store.js';
 import { RedisHoldStore } from '../src/limits/redis-hold-store.js';
 import { redisTarget, redisUrl } from './helpers/redis.js';
 

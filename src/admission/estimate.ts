@@ -2,6 +2,7 @@ import { chargedCost, costOf, tokenUsage } from '../ledger/pricing.js';
 import type { Femto, Nano } from '../ledger/money.js';
 import type { Attempt } from '../routing/plan.js';
 import { contentText, countPromptTokens, mediaPartTokens, mediaParts } from '../tokenizer/count-tokens.js';
+import { jsonText } from '../json-text.js';
 
 /**
  * A bound on a prompt's text tokens that never undercounts: every o200k token is at least one UTF-8
@@ -16,8 +17,9 @@ export function promptTokenBound(messages: readonly unknown[], sideText = ''): n
     const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown; function_call?: unknown };
     total += 3 + Buffer.byteLength(contentText(msg.content), 'utf8');
     if (typeof msg.name === 'string') total += Buffer.byteLength(msg.name, 'utf8');
-    if (msg.tool_calls !== undefined) total += Buffer.byteLength(JSON.stringify(msg.tool_calls), 'utf8');
-    if (msg.function_call !== undefined && msg.function_call !== null) total += Buffer.byteLength(JSON.stringify(msg.function_call), 'utf8');
+    if (msg.tool_calls !== undefined) total += Buffer.byteLength(jsonText(msg.tool_calls, 'messages[].tool_calls'), 'utf8');
+    if (msg.function_call !== undefined && msg.function_call !== null)
+      total += Buffer.byteLength(jsonText(msg.function_call, 'messages[].function_call'), 'utf8');
   }
   return total;
 }

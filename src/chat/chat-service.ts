@@ -13,7 +13,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
 import { finishReasonOf } from '../providers/stream-event.js';
-import { answerText, deliveredOf, type DeliveredBody } from '../providers/delivered-text.js';
+import { answerTexts, deliveredOf, type DeliveredBody } from '../providers/delivered-text.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
 import type { Catalog, CatalogModel } from '../routing/catalog.js';
 import type { Cooldowns } from '../routing/cooldowns.js';
@@ -21,7 +21,8 @@ import { planAttempts, requestedModels, type Attempt } from '../routing/plan.js'
 import { route, type Routed } from '../routing/route.js';
 import type { ByokVault } from '../security/byok-vault.js';
 import { countImages, countPromptTokens, countTokens, promptSideText } from '../tokenizer/count-tokens.js';
-import { chunkHead, errorChunk, normalizeAnswerText, relayedEvent, usageBody, usageChunkText, type Served } from './normalize.js';
+import { answerWriter, chunkHead, errorChunk, relayedEvent, usageBody, usageChunkText, type Served } from './normalize.js';
+import type { ChatUsageJson } from './answer-schemas.js';
 import { NO_BYTES, utf8Bytes, type Utf8Bytes } from '../utf8-bytes.js';
 import { hasDuplicateKeys, keyIn, objectMembers, spliceObject } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
@@ -89,6 +90,7 @@ const NO_PROVIDERS: ReadonlySet<string> = new Set();
 /** Top-level fields of the client's body that are not passed on as they are. */
 const NOT_PASSED_ON: readonly string[] = [...GATEWAY_FIELDS, 'model', 'stream'];
 const notPassedOn = keyIn(NOT_PASSED_ON);
+const notPassedOnOrMessages = keyIn([...NOT_PASSED_ON, 'messages']);
 
 /**
  * What the upstream is sent: the client's body without the gateway's own fields, otherwise unchanged.
@@ -124,10 +126,23 @@ function withoutGatewayFields(req: ChatRequest, messages: readonly unknown[]): C
   return value;
 }
 
+/**
+ * The body sent upstream: the client's text with the gateway's own fields cut out (so that every
+ * other field goes as the client wrote it: a number of many digits, an escape), of a key written
+ * twice the last (as the gateway read it), and the messages written anew only when a plugin changed
+ * them; rebuilt from the parsed body only when the text is not an object's.
+ */
 function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: string | undefined): UpstreamBody {
-  const members = rawText !== undefined && messages === req.messages ? objectMembers(rawText) : undefined;
-  if (members && !hasDuplicateKeys(members)) {
-    return new RelayedBody(spliceObject(rawText as string, members, '', notPassedOn), req, messages);
+  const members = rawText !== undefined ? objectMembers(rawText) : undefined;
+  if (members) {
+    let drop: (key: string, index: number) => boolean = messages === req.messages ? notPassedOn : notPassedOnOrMessages;
+    if (hasDuplicateKeys(members)) {
+      const last = new Map(members.map((m, i) => [m.key, i]));
+      const dropped = drop;
+      drop = (key, i) => dropped(key, i) || last.get(key) !== i;
+    }
+    const tail = messages === req.messages ? '' : `"messages":${JSON.stringify(messages)}`;
+    return new RelayedBody(spliceObject(rawText as string, members, '', drop, tail), req, messages);
   }
   const value = withoutGatewayFields(req, messages);
   return { value, text: JSON.stringify(value) };
@@ -164,7 +179,7 @@ export class ChatService {
     const models = requestedModels(catalog, request.model, request.models);
     const maxTokens = requestedMaxTokens(request);
     const primary = models[0];
-    const attempts = planAttempts(models, request.provider);
+    const attempts = planAttempts(models, request.provider ?? undefined);
     const web = this.usesWebPlugin(request);
     const webPrice = web ? priceFromString(config.plugins.web?.price ?? '0') : 0n;
 
@@ -275,13 +290,17 @@ export class ChatService {
     return { served, routed, request, messages, settlement, extras, startedAt, streamFailure: undefined };
   }
 
-  private countedUsage(started: Started, completionText: string): TokenUsage {
+  /** The usage the gateway counts: the prompt, and what was delivered (a text, or one a choice, each counted on its own). */
+  private countedUsage(started: Started, completion: string | readonly string[]): TokenUsage {
     const messages = started.messages;
-    return tokenUsage(countPromptTokens(messages, promptSideText(started.request)), countTokens(completionText), undefined, countImages(messages));
+    let completionTokens = 0;
+    if (typeof completion === 'string') completionTokens = countTokens(completion);
+    else for (const text of completion) completionTokens += countTokens(text);
+    return tokenUsage(countPromptTokens(messages, promptSideText(started.request)), completionTokens, undefined, countImages(messages));
   }
 
   /** The usage a request is charged: the upstream's when believable, else the gateway's count (CONTRACT §7). */
-  private billed(started: Started, upstream: TokenUsage | undefined, completionText: () => string, endedNormally: boolean): BilledUsage {
+  private billed(started: Started, upstream: TokenUsage | undefined, completionText: () => string | readonly string[], endedNormally: boolean): BilledUsage {
     const billed = billedUsage({
       upstream,
       counted: () => this.countedUsage(started, completionText()),
@@ -297,7 +316,15 @@ export class ChatService {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'json') throw new GatewayError('internal', 'expected a whole answer');
     const { body, text } = routed.answer;
-    const { usage, source } = this.billed(started, routed.answer.usage, () => answerText(body), true);
+    // The answer is written before it is charged, but for its usage: one that cannot be written is
+    // not delivered, and so not charged.
+    let write: (usage: ChatUsageJson) => string;
+    try {
+      write = answerWriter(text, body, served);
+    } catch (err) {
+      throw new GatewayError('upstream_failed', "the provider's answer could not be relayed (nested too deeply)", { cause: err });
+    }
+    const { usage, source } = this.billed(started, routed.answer.usage, () => answerTexts(body), true);
     const finish = finishReasonOf(body.choices) ?? null;
     const { cost, durable } = settlement.settle({
       usage,
@@ -310,7 +337,7 @@ export class ChatService {
     });
     // An answer delivered in full is charged durably before it is sent (CONTRACT §8).
     await durable;
-    return normalizeAnswerText(text, body, served, usageBody(usage, cost, routed.isByok, source === 'upstream' ? body.usage : undefined));
+    return write(usageBody(usage, cost, routed.isByok, source === 'upstream' ? body.usage : undefined));
   }
 
   /**

@@ -91,16 +91,18 @@ export function objectMembers(text: string): Member[] | undefined {
 
 /**
  * The object `text` rewritten: `head` (members' text, such as `"id":"x","model":"m"`) first, then
- * every member of `members` whose key `drop` does not name, as written, then `tail`.
+ * every member of `members` that `drop` does not name (by its key, and its index among `members`), as
+ * written, then `tail`.
  */
-export function spliceObject(text: string, members: readonly Member[], head: string, drop: (key: string) => boolean, tail = ''): string {
+export function spliceObject(text: string, members: readonly Member[], head: string, drop: (key: string, index: number) => boolean, tail = ''): string {
   let out = '{' + head;
   let sep = head.length > 0;
   // Runs of kept members are copied as one slice, separators and all.
   let runStart = -1;
   let runEnd = -1;
-  for (const m of members) {
-    if (drop(m.key)) {
+  for (let i = 0; i < members.length; i++) {
+    const m = members[i] as Member;
+    if (drop(m.key, i)) {
       if (runStart >= 0) {
         out += (sep ? ',' : '') + text.slice(runStart, runEnd);
         sep = true;

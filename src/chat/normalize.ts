@@ -117,16 +117,23 @@ export function normalizeAnswer(body: Chunk, served: Served, usage: ChatUsageJso
 const answerReplaced = keyIn(['id', 'object', 'created', 'model', 'provider', 'system_fingerprint', 'usage']);
 
 /**
- * The text of `normalizeAnswer(body, served, usage)`, spliced from the upstream's text when its
- * choices need no change (the usual case): only the gateway's fields are written anew.
+ * The text of `normalizeAnswer(body, served, usage)` for the usage it is given, made in two steps: all
+ * of it but the usage now, the usage (which holds what the answer cost) once charged. So an answer
+ * that cannot be written (nested too deeply for JSON.stringify) fails here, before it is charged. It
+ * is spliced from the upstream's text when its choices need no change (the usual case): only the
+ * gateway's fields are written anew.
  */
-export function normalizeAnswerText(text: string, body: Chunk, served: Served, usage: ChatUsageJson): string {
+export function answerWriter(text: string, body: Chunk, served: Served): (usage: ChatUsageJson) => string {
   const members = choicesClean(body.choices, 'message') ? objectMembers(text) : undefined;
-  if (!members || hasDuplicateKeys(members)) return JSON.stringify(normalizeAnswer(body, served, usage));
+  if (!members || hasDuplicateKeys(members)) {
+    const { usage: _, ...answer } = normalizeAnswer(body, served, {} as ChatUsageJson);
+    const rebuilt = JSON.stringify(answer);
+    return (usage) => `${rebuilt.slice(0, -1)},"usage":${usageText(usage)}}`;
+  }
   const created = typeof body.created === 'number' && body.created > 0 ? Math.floor(body.created) : served.created;
   const fingerprint = typeof body.system_fingerprint === 'string' ? body.system_fingerprint : null;
   const head = `${idMembers(served, 'chat.completion', created)},"system_fingerprint":${fingerprint === null ? 'null' : jsonString(fingerprint)}`;
-  return spliceObject(text, members, head, answerReplaced, `"usage":${usageText(usage)}`);
+  return (usage) => spliceObject(text, members, head, answerReplaced, `"usage":${usageText(usage)}`);
 }
 
 /** What every relayed chunk of a stream starts with, as bytes (a stream is relayed as its bytes: utf8-bytes.ts). */

@@ -32,7 +32,8 @@ export const chatRequestSchema = z
     messages: z.array(message, { error: 'must be an array of messages' }).min(1, 'must hold at least one message'),
     stream: z
       .boolean({ error: 'must be true or false' })
-      .optional()
+      // null is no answer either way (OpenAI's SDK types it `false | null`): not streamed.
+      .nullish()
       .meta({ description: 'true: server-sent events, the usage with its cost in the last chunk' }),
     max_tokens: tokens.nullish(),
     max_completion_tokens: tokens.nullish(),
@@ -44,7 +45,8 @@ export const chatRequestSchema = z
         ignore: providerIds.optional(),
         allow_fallbacks: z.boolean().optional(),
       })
-      .optional()
+      // null is no preference (OpenRouter's SDK allows it).
+      .nullish()
       .meta({ description: 'Provider preferences: which providers to try, in what order' }),
     plugins: z
       .array(z.looseObject({ id: z.string().min(1) }))

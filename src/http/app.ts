@@ -70,11 +70,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Any body is read as JSON, whatever Content-Type it came with (curl -d sends a form type); an
   // empty one is no body (a DELETE may carry a JSON Content-Type and nothing else).
   // The text is kept (req.rawBody) so that the chat route can pass the body on without serialising it again.
-  const json = app.getDefaultJsonParser('error', 'error');
+  // A `__proto__` key, or a `constructor` holding a `prototype`, is left out of the parsed body (where
+  // an assignment could reach an object's prototype) rather than refusing the body: a JSON schema in
+  // response_format may name such a property, and the upstream gets the client's text as it was sent.
+  const json = app.getDefaultJsonParser('remove', 'remove');
   app.decorateRequest('rawBody', undefined);
   const parse: Parameters<typeof app.addContentTypeParser>[2] = (req, body, done) => {
     if (body === '' || body === undefined) return done(null, undefined);
-    req.rawBody = body as string;
+    // The text as the client wrote it, without a byte-order mark (the parser drops one too).
+    req.rawBody = (body as string).charCodeAt(0) === 0xfeff ? (body as string).slice(1) : (body as string);
     json(req, body as string, done);
   };
   app.removeContentTypeParser(['text/plain', 'application/json']);

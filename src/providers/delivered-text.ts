@@ -24,33 +24,53 @@ export function deliveredOf(body: DeliveredBody): string {
 
 /** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
 export function deliveredText(chunk: Chunk): string {
-  return choicesText(chunk, 'delta');
+  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+  let text = '';
+  for (const c of choices) text += choiceText(c, 'delta');
+  return text;
 }
 
 /**
- * Text a whole answer delivered, for counting when no usage came: content, a refusal, reasoning
- * (`reasoning`, `reasoning_content`, `reasoning_details`) and tool calls (each call's function name and
- * arguments), as a stream of the same answer delivers it. "Without usage from the upstream, the
- * delivered count includes reasoning text, streamed or not" (CONTRACT §7).
+ * Text a whole answer delivered, for counting when no usage came, a text a choice (each counted on its
+ * own, as `n` answers are): content (a string, or parts), a refusal, an audio answer's transcript,
+ * reasoning (`reasoning`, `reasoning_content`, `reasoning_details`) and tool calls (each call's
+ * function name and arguments), as a stream of the same answer delivers it. "Without usage from the
+ * upstream, the delivered count includes reasoning text, streamed or not" (CONTRACT §7).
  */
-export function answerText(body: Chunk): string {
-  return choicesText(body, 'message');
+export function answerTexts(body: Chunk): string[] {
+  const choices = Array.isArray(body.choices) ? body.choices : [];
+  return choices.map((c) => choiceText(c, 'message'));
 }
 
-/** The text of every choice's message (an answer) or delta (a chunk), in order. */
-function choicesText(payload: Chunk, key: 'message' | 'delta'): string {
-  const choices = Array.isArray(payload.choices) ? payload.choices : [];
+/** The text of a choice's message (an answer) or delta (a chunk). */
+function choiceText(c: unknown, key: 'message' | 'delta'): string {
+  const m = isJsonObject(c) ? c[key] : undefined;
+  if (!isJsonObject(m)) return '';
+  let text = partsText(m.content);
+  if (typeof m.refusal === 'string') text += m.refusal;
+  if (isJsonObject(m.audio) && typeof m.audio.transcript === 'string') text += m.audio.transcript;
+  text += reasoningText(m);
+  // What the model wrote of a call: its name and its arguments (a stream sends the name once and the
+  // arguments in pieces; the call's id, type and index are the API's framing, counted neither way).
+  if (Array.isArray(m.tool_calls)) for (const call of m.tool_calls) if (isJsonObject(call)) text += functionText(call.function);
+  return text + functionText(m.function_call);
+}
+
+/**
+ * Content as text: a string, or parts (`{type: "text", text}`, `{type: "refusal", refusal}`, and
+ * Mistral's `{type: "thinking", thinking: [parts]}`).
+ */
+function partsText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
   let text = '';
-  for (const c of choices) {
-    const m = isJsonObject(c) ? c[key] : undefined;
-    if (!isJsonObject(m)) continue;
-    if (typeof m.content === 'string') text += m.content;
-    if (typeof m.refusal === 'string') text += m.refusal;
-    text += reasoningText(m);
-    // What the model wrote of a call: its name and its arguments (a stream sends the name once and the
-    // arguments in pieces; the call's id, type and index are the API's framing, counted neither way).
-    if (Array.isArray(m.tool_calls)) for (const call of m.tool_calls) if (isJsonObject(call)) text += functionText(call.function);
-    text += functionText(m.function_call);
+  for (const part of content) {
+    if (typeof part === 'string') text += part;
+    else if (isJsonObject(part)) {
+      if (typeof part.text === 'string') text += part.text;
+      if (typeof part.refusal === 'string') text += part.refusal;
+      text += partsText(part.thinking);
+    }
   }
   return text;
 }

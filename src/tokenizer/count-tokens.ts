@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { countTokens as CountTokens } from 'gpt-tokenizer';
 import { isJsonObject, type JsonObject } from '../json-object.js';
+import { jsonText } from '../json-text.js';
 
 /**
  * o200k_base's counter, loaded the first time a text is counted rather than with the gateway: its
@@ -156,7 +157,7 @@ export function mediaPartTokens(parts: MediaParts, figures: PartTokenFigures, co
 export function promptSideText(body: Record<string, unknown>): string {
   const side: Record<string, unknown> = {};
   for (const field of ['tools', 'functions', 'tool_choice', 'response_format']) if (body[field] !== undefined) side[field] = body[field];
-  return Object.keys(side).length > 0 ? JSON.stringify(side) : '';
+  return Object.keys(side).length > 0 ? jsonText(side, 'tools, tool_choice or response_format') : '';
 }
 
 /** Prompt tokens of a chat request, counted by the gateway when the upstream reports none. */
@@ -166,9 +167,9 @@ export function countPromptTokens(messages: readonly unknown[], sideText = ''): 
     const msg = (m ?? {}) as { content?: unknown; name?: unknown; tool_calls?: unknown; function_call?: unknown };
     total += TOKENS_PER_MESSAGE + countTokens(contentText(msg.content));
     if (typeof msg.name === 'string') total += countTokens(msg.name);
-    if (msg.tool_calls !== undefined) total += countTokens(JSON.stringify(msg.tool_calls));
+    if (msg.tool_calls !== undefined) total += countTokens(jsonText(msg.tool_calls, 'messages[].tool_calls'));
     // The legacy form of a tool call (OpenAI's `functions` API), billed like tool_calls.
-    if (msg.function_call !== undefined && msg.function_call !== null) total += countTokens(JSON.stringify(msg.function_call));
+    if (msg.function_call !== undefined && msg.function_call !== null) total += countTokens(jsonText(msg.function_call, 'messages[].function_call'));
   }
   return total;
 }

@@ -13,12 +13,14 @@ import {
   type StreamEvent,
 } from '../provider.js';
 import { PlainChunks } from '../plain-chunk.js';
+import { answerFromChunks } from './answer-from-chunks.js';
 import { chunkEvent, plainStreamEvent, streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
 import { sseBatches } from './sse-batches.js';
 import { requestUpstream, type UpstreamBody, type UpstreamResponse } from './upstream-response.js';
-import { describeUpstreamError, rateLimitedMidStream, rateLimitedOrAtCapacity, upstreamText } from './upstream-error.js';
+import { describeUpstreamError, rateLimitedErrorObject, rateLimitedOrAtCapacity, upstreamText } from './upstream-error.js';
 import type { CancelSignal } from '../../cancellation.js';
+import { isJsonObject, type JsonObject } from '../../json-object.js';
 import { jsonString } from '../../json-string.js';
 import { utf8Text, type Utf8Bytes } from '../../utf8-bytes.js';
 
@@ -116,6 +118,14 @@ export class OpenAiProvider implements ProviderAdapter {
     if (call.stream && contentType.includes('text/event-stream')) {
       return { kind: 'stream', events: this.readStream(res.body, call.signal, call.apiKey, timeout) };
     }
+    if (contentType.includes('text/event-stream')) {
+      // The upstream streamed an answer asked for whole (it ignored "stream": false): it did the work,
+      // so its stream is read to the end and answered whole, rather than failed (and paid for again
+      // at the next endpoint).
+      const answer = answerFromChunks(await this.readChunks(res.body, call.signal, call.apiKey));
+      timeout.clear();
+      return { kind: 'json', text: JSON.stringify(answer), body: answer, usage: usageOf(answer) };
+    }
     let text: string;
     let parsed: unknown;
     try {
@@ -128,9 +138,13 @@ export class OpenAiProvider implements ProviderAdapter {
         err instanceof SyntaxError ? { kind: 'invalid_response', message: 'upstream answer is not JSON' } : failureFromError(err, call.signal.aborted),
       );
     }
-    if (!parsed || typeof parsed !== 'object' || !Array.isArray((parsed as Chunk).choices)) {
-      throw new ProviderError({ kind: 'invalid_response', message: 'upstream answer has no choices' });
+    // An error reported in a 200 answer (OpenRouter and others do, for errors during generation) is
+    // the upstream's failure, as the same error mid-stream is, unless the answer has output too.
+    const choices = isJsonObject(parsed) ? parsed.choices : undefined;
+    if (isJsonObject(parsed) && isJsonObject(parsed.error) && !(Array.isArray(choices) && choices.length > 0)) {
+      throw new ProviderError(errorBodyFailure(parsed.error, call.apiKey, 'upstream reported an error'));
     }
+    if (!Array.isArray(choices)) throw new ProviderError({ kind: 'invalid_response', message: 'upstream answer has no choices' });
     timeout.clear();
     const answer = parsed as Chunk;
     if (call.stream) {
@@ -150,35 +164,52 @@ export class OpenAiProvider implements ProviderAdapter {
     });
   }
 
+  /** Every chunk of a stream, parsed, once it ended; rejects with a ProviderError as the stream would fail. */
+  private async readChunks(body: UpstreamBody, callerSignal: CancelSignal, sentKey: string | undefined): Promise<Chunk[]> {
+    const chunks: Chunk[] = [];
+    const batches = sseBatches(body, {
+      toEvent: (data) => parsedChunk(data, sentKey),
+      toError: (err) => (err instanceof ProviderError ? err : new ProviderError(failureFromError(err, callerSignal.aborted))),
+      onEnded: () => undefined,
+    });
+    for await (const batch of batches) chunks.push(...batch.events);
+    return chunks;
+  }
+
   /** One event's data: a chunk, or the upstream's mid-stream error (thrown as a ProviderError). */
   private event(data: Utf8Bytes, sentKey: string | undefined, plainChunks: PlainChunks): StreamEvent {
     const plain = plainStreamEvent(data, plainChunks);
-    if (plain) return plain;
-    let chunk: Chunk;
-    try {
-      chunk = JSON.parse(utf8Text(data)) as Chunk;
-    } catch {
-      throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not JSON' });
-    }
-    if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
-      throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not a JSON object' });
-    }
-    if (chunk.error && typeof chunk.error === 'object') {
-      const e = chunk.error as Record<string, unknown>;
-      const code = e.code ?? e.type;
-      const rateLimited = rateLimitedMidStream(code, e.type);
-      throw new ProviderError({
-        kind: rateLimited ? 'rate_limited' : 'http',
-        message: typeof e.message === 'string' ? upstreamText(e.message, sentKey, 300) : 'upstream reported an error mid-stream',
-        ...(code === undefined ? {} : { code: upstreamText(String(code), sentKey, 100) }),
-      });
-    }
-    return streamEvent(data, chunk);
+    return plain ?? streamEvent(data, parsedChunk(data, sentKey));
   }
 
   async close(): Promise<void> {
     await this.options.pool.close();
   }
+}
+
+/** One event's data parsed: a chunk, or the upstream's error in it (thrown as a ProviderError). */
+function parsedChunk(data: Utf8Bytes, sentKey: string | undefined): Chunk {
+  let chunk: Chunk;
+  try {
+    chunk = JSON.parse(utf8Text(data)) as Chunk;
+  } catch {
+    throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not JSON' });
+  }
+  if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
+    throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not a JSON object' });
+  }
+  if (isJsonObject(chunk.error)) throw new ProviderError(errorBodyFailure(chunk.error, sentKey, 'upstream reported an error mid-stream'));
+  return chunk;
+}
+
+/** The failure an upstream reported in an `error` object of its answer or of a chunk. */
+function errorBodyFailure(e: JsonObject, sentKey: string | undefined, fallback: string): ProviderFailure {
+  const code = e.code ?? e.type;
+  return {
+    kind: rateLimitedErrorObject(code, e.type) ? 'rate_limited' : 'http',
+    message: typeof e.message === 'string' ? upstreamText(e.message, sentKey, 300) : fallback,
+    ...(code === undefined ? {} : { code: upstreamText(String(code), sentKey, 100) }),
+  };
 }
 
 async function* singleChunkStream(answer: Chunk): AsyncGenerator<StreamBatch> {

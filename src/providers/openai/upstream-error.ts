@@ -60,8 +60,8 @@ export function rateLimitedOrAtCapacity(status: number, failure: Pick<ProviderFa
   return hasRetryHint || AT_CAPACITY.test(failure.code ?? '') || AT_CAPACITY.test(failure.message);
 }
 
-/** Whether an error event an upstream sent mid-stream says it is rate limiting or at capacity. */
-export function rateLimitedMidStream(code: unknown, type: unknown): boolean {
+/** Whether an `error` object an upstream sent (in a chunk mid-stream, or in a 200 answer) says it is rate limiting or at capacity. */
+export function rateLimitedErrorObject(code: unknown, type: unknown): boolean {
   if (code === 429 || code === '429' || code === 529 || code === '529' || code === 'rate_limit_exceeded' || type === 'rate_limit_error') return true;
   return (typeof code === 'string' && AT_CAPACITY.test(code)) || (typeof type === 'string' && AT_CAPACITY.test(type));
 }
