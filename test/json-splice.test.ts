@@ -9,6 +9,7 @@ import {
   relayedChunkText,
   usageChunk,
   usageChunkText,
+  usageBody,
   usageText,
   type Served,
 } from '../src/chat/normalize.js';
@@ -101,6 +102,24 @@ describe('issue 9: splicing JSON text instead of rebuilding it', () => {
       const body = JSON.parse(text) as Record<string, unknown>;
       expect(JSON.parse(answerWriter(text, body, served)(usage))).toEqual(normalizeAnswer(body, served, usage));
     }
+  });
+
+  it("leaves out of a whole answer what OpenRouter's schema has no room for: Groq's own usage, a null name, detail counts that are not counts", () => {
+    const text = JSON.stringify({
+      id: 'u',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'x', name: null }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 0.5 }, completion_tokens_details: { reasoning_tokens: 2 } },
+      x_groq: { id: 'g', usage: { prompt_tokens: 9, completion_tokens: 9 } },
+    });
+    const body = JSON.parse(text) as Record<string, any>;
+    const usage = usageBody({ promptTokens: 1, completionTokens: 1, totalTokens: 2 }, 5n, false, body.usage);
+    expect(usage).not.toHaveProperty('prompt_tokens_details');
+    expect(usage.completion_tokens_details).toEqual({ reasoning_tokens: 2 });
+    const out = JSON.parse(answerWriter(text, body, served)(usage)) as Record<string, any>;
+    expect(out).not.toHaveProperty('x_groq');
+    expect(out.choices[0].message).toEqual({ role: 'assistant', content: 'x' });
+    const spliced = text.replace(',"name":null', '');
+    expect(JSON.parse(answerWriter(spliced, JSON.parse(spliced), served)(usage))).not.toHaveProperty('x_groq');
   });
 
   it('chunks of any shape are relayed as the reference relays them', () => {

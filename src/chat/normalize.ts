@@ -30,12 +30,17 @@ export function usageBody(usage: TokenUsage, cost: Nano, isByok: boolean, upstre
     is_byok: isByok,
   };
   if (isJsonObject(upstream)) {
+    // Relayed only when they are counts (a whole number, not negative): OpenRouter's schema has them so.
     const cached = isJsonObject(upstream.prompt_tokens_details) ? upstream.prompt_tokens_details.cached_tokens : undefined;
-    if (typeof cached === 'number') out.prompt_tokens_details = { cached_tokens: cached };
+    if (isCount(cached)) out.prompt_tokens_details = { cached_tokens: cached };
     const reasoning = isJsonObject(upstream.completion_tokens_details) ? upstream.completion_tokens_details.reasoning_tokens : undefined;
-    if (typeof reasoning === 'number') out.completion_tokens_details = { reasoning_tokens: reasoning };
+    if (isCount(reasoning)) out.completion_tokens_details = { reasoning_tokens: reasoning };
   }
   return out;
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
 /**
@@ -68,7 +73,7 @@ function idMembers(served: Served, object: string, created: number): string {
 }
 
 /** Fields that OpenAI-compatible upstreams send as null but OpenRouter's schema only allows absent. */
-const NOT_NULLABLE = ['tool_calls', 'reasoning_details', 'images', 'audio', 'function_call'];
+const NOT_NULLABLE = ['tool_calls', 'reasoning_details', 'images', 'audio', 'function_call', 'name'];
 
 function normalizeChoices(choices: unknown, key: 'message' | 'delta'): Obj[] {
   if (!Array.isArray(choices)) return [];
@@ -100,7 +105,7 @@ function choicesClean(choices: unknown, key: 'message' | 'delta'): boolean {
 
 /** A whole (non-streamed) upstream answer, rewritten as the gateway's own. */
 export function normalizeAnswer(body: Chunk, served: Served, usage: ChatUsageJson): ChatCompletionJson {
-  return {
+  const out: ChatCompletionJson = {
     ...body,
     id: served.id,
     object: 'chat.completion',
@@ -112,9 +117,12 @@ export function normalizeAnswer(body: Chunk, served: Served, usage: ChatUsageJso
     choices: normalizeChoices(body.choices, 'message') as ChatCompletionJson['choices'],
     usage,
   };
+  // Groq's own usage (x_groq.usage) is not the gateway's: left out, as it is from a stream's chunks.
+  delete out.x_groq;
+  return out;
 }
 
-const answerReplaced = keyIn(['id', 'object', 'created', 'model', 'provider', 'system_fingerprint', 'usage']);
+const answerReplaced = keyIn(['id', 'object', 'created', 'model', 'provider', 'system_fingerprint', 'usage', 'x_groq']);
 
 /**
  * The text of `normalizeAnswer(body, served, usage)` for the usage it is given, made in two steps: all
