@@ -141,9 +141,9 @@ export class Admission {
       case 'balance':
         return balanceCannotCover({ available: r.balance - r.held, estimate: est.credits });
       case 'weight':
-        return weightExceedsBudget({ budget: r.budget, estimate: est.credits });
+        return weightExceedsBudget({ budget: r.budget, estimate: est.tokenCredits });
       case 'budget':
-        return this.budgetRefusal(req, r.held, r.budget, est.credits, r.holds, r.now);
+        return this.budgetRefusal(req, r.held, r.budget, est.tokenCredits, r.holds, r.now);
       default:
         throw new Error(`unexpected refusal ${r.refused}`);
     }
@@ -191,8 +191,9 @@ export class Admission {
       };
     }
     if (prepaid && est.credits > 0n) r.balance = est.credits;
-    if (est.credits > 0n && inFlightMayApply(this.rules, account, est, req.kind, now)) {
-      r.budget = { amount: est.credits, threshold: this.rules.balanceThreshold, fractionPpm: this.rules.fractionPpm, ceiling: this.rules.ceiling };
+    // The budget holds the token estimate (CONTRACT §7); a request fee, images and plugins are not held in it.
+    if (est.tokenCredits > 0n && inFlightMayApply(this.rules, account, est, req.kind, now)) {
+      r.budget = { amount: est.tokenCredits, threshold: this.rules.balanceThreshold, fractionPpm: this.rules.fractionPpm, ceiling: this.rules.ceiling };
     }
     const model = req.attempts[0]?.model.id;
     const ticket = (taken: boolean) =>

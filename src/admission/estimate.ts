@@ -1,4 +1,4 @@
-import { chargedCost, costOf, tokenUsage } from '../ledger/pricing.js';
+import { chargedCost, costOf, tokenUsage, type Pricing } from '../ledger/pricing.js';
 import type { Femto, Nano } from '../ledger/money.js';
 import type { Attempt } from '../routing/plan.js';
 import { contentText, countPromptTokens, mediaPartTokens, mediaParts } from '../tokenizer/count-tokens.js';
@@ -43,8 +43,13 @@ export interface EstimateInput {
 }
 
 export interface Estimate {
-  /** The most the request can cost in credits, over every endpoint it may be routed to. */
+  /** The most the request can cost in credits, over every endpoint it may be routed to: what the balance must cover. */
   credits: Nano;
+  /**
+   * The in-flight estimate proper (CONTRACT §7; the spec: "at the endpoint's token prices"): the same
+   * for the tokens alone, without the request fee, images and plugins. What the in-flight budget holds.
+   */
+  tokenCredits: Nano;
   /** What it can add to its key's usage as the limit counts it (BYOK list cost included when asked). */
   keyWithByok: Nano;
   /** Whether any endpoint prices tokens (a request whose cost has no token component is not held). */
@@ -58,7 +63,8 @@ export interface Estimate {
 
 /**
  * The in-flight estimate (CONTRACT §7): input tokens × prompt price + completion cap × completion
- * price (+ request fee, images, plugins), at the most expensive endpoint the request may be routed to.
+ * price, at the most expensive endpoint the request may be routed to (`tokenCredits`); and the same
+ * with the request fee, images and plugins (`credits`), which the balance and the key must cover.
  */
 export function estimate(input: EstimateInput, exact: boolean): Estimate {
   const textTokens = (exact ? countPromptTokens(input.messages, input.sideText) : promptTokenBound(input.messages, input.sideText)) + input.addedPromptTokens;
@@ -66,6 +72,7 @@ export function estimate(input: EstimateInput, exact: boolean): Estimate {
   const completionTokens = input.completionTokens * input.choices;
   let promptTokens = textTokens;
   let credits = 0n;
+  let tokenCredits = 0n;
   let keyWithByok = 0n;
   let tokenComponent = false;
   let allByok = input.attempts.length > 0;
@@ -82,8 +89,21 @@ export function estimate(input: EstimateInput, exact: boolean): Estimate {
     // Rounded as the charge will be (settlement.ts).
     const charged = chargedCost(usage, p, list, input.pluginCharges, byok ? input.byokFeeFraction : undefined);
     if (charged > credits) credits = charged;
+    // The tokens alone: the same sum, unless the request fee, images or plugins are in it.
+    const tokensOnly =
+      p.request === 0n && (p.image === 0n || parts.images === 0) && input.pluginCharges === 0n
+        ? charged
+        : tokenCost(prompt, completionTokens, p, byok ? input.byokFeeFraction : undefined);
+    if (tokensOnly > tokenCredits) tokenCredits = tokensOnly;
     const forKey = byok ? charged + list : charged;
     if (forKey > keyWithByok) keyWithByok = forKey;
   }
-  return { credits, keyWithByok, tokenComponent, allByok, promptTokens, exact };
+  return { credits, tokenCredits, keyWithByok, tokenComponent, allByok, promptTokens, exact };
+}
+
+/** What `prompt` and `completion` tokens cost at `p`'s token prices, rounded as a charge is. */
+function tokenCost(prompt: number, completion: number, p: Pricing, byokFeeFraction: number | undefined): Nano {
+  const usage = tokenUsage(prompt, completion);
+  const tokenPrices: Pricing = { prompt: p.prompt, completion: p.completion, request: 0n, image: 0n };
+  return chargedCost(usage, tokenPrices, costOf(usage, tokenPrices), 0n, byokFeeFraction);
 }

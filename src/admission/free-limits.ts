@@ -112,7 +112,7 @@ export class FreeModelLimits {
       all.map((c) => c.counter.key),
       now,
     );
-    const over = all.find((c, i) => (counts[i] ?? 0) >= c.counter.limit);
+    const over = blocking(all, counts);
     if (over) throw this.refusal(model, over.counter, over.kind, now);
   }
 
@@ -128,8 +128,28 @@ export class FreeModelLimits {
       now,
     );
     if (!r.ok) {
-      const over = all[r.failed] as (typeof all)[number];
+      // The refusal names the full limit that blocks longest (read again: the store names the first it
+      // found full), so that a client that waits out its Retry-After is not refused by another.
+      const counts = await this.store.peek(
+        all.map((c) => c.counter.key),
+        now,
+      );
+      const over = blocking(all, counts) ?? (all[r.failed] as (typeof all)[number]);
       throw this.refusal(model, over.counter, over.kind, now);
     }
   }
+}
+
+/**
+ * Of the limits `all` whose `counts` are full, the one that blocks longest (resets last): the limit a
+ * refusal describes (spec: the headers describe "the limit hit", and Retry-After must be worth
+ * honouring). Undefined when none is full.
+ */
+function blocking<T extends { counter: Counter }>(all: readonly T[], counts: readonly number[]): T | undefined {
+  let over: T | undefined;
+  for (let i = 0; i < all.length; i++) {
+    const c = all[i] as T;
+    if ((counts[i] ?? 0) >= c.counter.limit && (over === undefined || c.counter.resetAt > over.counter.resetAt)) over = c;
+  }
+  return over;
 }
