@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream, upstreamAnswer } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 
 // JSON.parse reads any depth of nesting; JSON.stringify recurses, and throws a RangeError past a
 // few thousand levels. The gateway re-serialises parts of a body it parsed fine: the prompt-side
@@ -13,22 +13,11 @@ const deep = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
 describe('deeply nested JSON', () => {
   const up = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await up.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 'u/m', context_length: 100_000, endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.001', completion: '0.001' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.stop();
-  });
+  const setup = gatewayOn(up, { id: 'u/m', upstreamModel: 'm', prompt: '0.001', completion: '0.001', contextLength: 100_000 });
 
   const send = async (rawBody: string) => {
-    const acct = await gw.account(100);
-    const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, rawBody, headers: { 'content-type': 'application/json' } });
+    const acct = await setup.gw.account(100);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', { token: acct.key, rawBody, headers: { 'content-type': 'application/json' } });
     return { status: res.status, text: await res.text(), key: acct.key };
   };
 
@@ -56,7 +45,7 @@ describe('deeply nested JSON', () => {
     });
     up.script({ kind: 'text', status: 200, headers: { 'content-type': 'application/json' }, body: `${head.slice(0, -1)},"metadata":${deep(20_000)}}` });
     const r = await send('{"model":"u/m","messages":[{"role":"user","content":"hi"}]}');
-    const usage = ((await (await gw.fetch('/api/v1/credits', { token: r.key })).json()) as { data: { total_usage: number } }).data.total_usage;
+    const usage = ((await (await setup.gw.fetch('/api/v1/credits', { token: r.key })).json()) as { data: { total_usage: number } }).data.total_usage;
     expect(r.status === 200 || usage === 0, `status ${r.status}, charged ${usage}`).toBe(true);
   });
 });

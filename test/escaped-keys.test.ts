@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 import { readSse } from './helpers/sse.js';
 
 // A chunk is relayed by splicing: the upstream's own id, model, provider and usage are dropped by key
@@ -10,18 +10,7 @@ import { readSse } from './helpers/sse.js';
 
 describe('a chunk whose keys are written with escapes', () => {
   const upstream = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await upstream.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 't/m', endpoints: [{ provider: 'up', model: 'upstream-name', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.stop();
-  });
+  const setup = gatewayOn(upstream, { id: 't/m', upstreamModel: 'upstream-name', prompt: '0.000001', completion: '0.000002' });
 
   it("keeps the gateway's own model, provider and id in every relayed chunk", async () => {
     const text = String.raw`{"id":"c1","object":"chat.completion.chunk","created":1,"\u006dodel":"upstream-name","\u0070rovider":"upstream-gateway","\u0069d":"chatcmpl-upstream","choices":[{"index":0,"delta":{"content":"hello"},"finish_reason":null}]}`;
@@ -32,8 +21,8 @@ describe('a chunk whose keys are written with escapes', () => {
         '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"upstream-name","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
       ],
     });
-    const acct = await gw.account(10);
-    const res = await gw.fetch('/api/v1/chat/completions', {
+    const acct = await setup.gw.account(10);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', {
       token: acct.key,
       body: { model: 't/m', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     });

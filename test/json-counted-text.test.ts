@@ -1,7 +1,7 @@
 import { countTokens } from 'gpt-tokenizer';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 
 // CONTRACT §7: without usage from the upstream, the gateway charges what it delivered (counted).
 // A whole answer's delivered text (answerTexts, providers/delivered-text.ts) includes content given as
@@ -19,23 +19,15 @@ const answer = (message: Record<string, unknown>) => ({
 
 describe('a whole answer without usage is charged for every text it delivered', () => {
   const up = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await up.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 'u/m', context_length: 100_000, endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.001', completion: '0.001' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.stop();
-  });
+  const setup = gatewayOn(up, { id: 'u/m', upstreamModel: 'm', prompt: '0.001', completion: '0.001', contextLength: 100_000 });
 
   const completionTokens = async (message: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
     up.script({ kind: 'json', body: answer(message) });
-    const acct = await gw.account(100);
-    const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { model: 'u/m', messages: [{ role: 'user', content: 'hi' }], ...extra } });
+    const acct = await setup.gw.account(100);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', {
+      token: acct.key,
+      body: { model: 'u/m', messages: [{ role: 'user', content: 'hi' }], ...extra },
+    });
     expect(res.status).toBe(200);
     return ((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens;
   };
@@ -77,8 +69,8 @@ describe('a whole answer without usage is charged for every text it delivered', 
         choices: digits.map((d, index) => ({ index, message: { role: 'assistant', content: d }, finish_reason: 'stop' })),
       },
     });
-    const acct = await gw.account(100);
-    const res = await gw.fetch('/api/v1/chat/completions', {
+    const acct = await setup.gw.account(100);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', {
       token: acct.key,
       body: { model: 'u/m', n: 6, messages: [{ role: 'user', content: 'rate 1-9' }] },
     });

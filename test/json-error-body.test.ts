@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 
 // OpenAI-compatible routers (OpenRouter itself, LiteLLM, …) answer 200 with an `error` body when the
 // model failed after the request was accepted ("any error occurred while the LLM is producing the
@@ -10,22 +10,11 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 describe('a non-streamed upstream that answers 200 with an error body', () => {
   const up = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await up.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 'u/m', context_length: 100_000, endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.001', completion: '0.001' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.stop();
-  });
+  const setup = gatewayOn(up, { id: 'u/m', upstreamModel: 'm', prompt: '0.001', completion: '0.001', contextLength: 100_000 });
 
-  const ask = (key: string) => gw.fetch('/api/v1/chat/completions', { token: key, body: { model: 'u/m', messages: [{ role: 'user', content: 'hi' }] } });
+  const ask = (key: string) => setup.gw.fetch('/api/v1/chat/completions', { token: key, body: { model: 'u/m', messages: [{ role: 'user', content: 'hi' }] } });
   const credits = async (key: string) =>
-    ((await (await gw.fetch('/api/v1/credits', { token: key })).json()) as { data: { total_usage: number } }).data.total_usage;
+    ((await (await setup.gw.fetch('/api/v1/credits', { token: key })).json()) as { data: { total_usage: number } }).data.total_usage;
 
   it('a rate limit reported in a 200 body is the contract 429 with the provider code, as it is mid-stream', async () => {
     up.script({
@@ -34,7 +23,7 @@ describe('a non-streamed upstream that answers 200 with an error body', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ error: { code: 429, type: 'rate_limit_exceeded', message: 'Rate limit reached for requests' } }),
     });
-    const acct = await gw.account(100);
+    const acct = await setup.gw.account(100);
     const res = await ask(acct.key);
     const body = (await res.json()) as { error: { code: number; message: string; metadata?: Record<string, unknown> } };
     expect({ status: res.status, provider_code: body.error.metadata?.provider_code }).toEqual({ status: 429, provider_code: '429' });
@@ -54,7 +43,7 @@ describe('a non-streamed upstream that answers 200 with an error body', () => {
         error: { code: 502, message: 'Provider returned error' },
       }),
     });
-    const acct = await gw.account(100);
+    const acct = await setup.gw.account(100);
     const res = await ask(acct.key);
     const text = await res.text();
     const charged = await credits(acct.key);

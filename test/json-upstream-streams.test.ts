@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fixtureChunks, ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 
 // The gateway sends "stream": false on a non-streamed request. An upstream that ignores it and
 // streams anyway (some OpenAI-compatible servers and proxies always stream) still served the
@@ -11,18 +11,7 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 describe('a non-streamed request whose upstream ignores stream:false and streams', () => {
   const up = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await up.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 'u/m', context_length: 100_000, endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.stop();
-  });
+  const setup = gatewayOn(up, { id: 'u/m', upstreamModel: 'm', prompt: '0.000001', completion: '0.000002', contextLength: 100_000 });
 
   it('answers the client with one JSON answer holding the streamed text, charged at the usage the stream reported', async () => {
     // The recorded DeepSeek stream: usage on the chunk with finish_reason (13 prompt, 400 completion).
@@ -33,8 +22,8 @@ describe('a non-streamed request whose upstream ignores stream:false and streams
       const c = JSON.parse(line) as { choices: Array<{ delta?: { content?: string | null } }> };
       for (const ch of c.choices) text += ch.delta?.content ?? '';
     }
-    const acct = await gw.account(10);
-    const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { model: 'u/m', messages: [{ role: 'user', content: 'hi' }] } });
+    const acct = await setup.gw.account(10);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { model: 'u/m', messages: [{ role: 'user', content: 'hi' }] } });
     const raw = await res.text();
     expect(res.status, raw.slice(0, 300)).toBe(200);
     const body = JSON.parse(raw) as {

@@ -1,7 +1,7 @@
 import { countTokens } from 'gpt-tokenizer';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 import { readSse } from './helpers/sse.js';
 
 // OpenAI-compatible upstreams stream a refusal as `delta.refusal` text, which is relayed to the
@@ -10,18 +10,7 @@ import { readSse } from './helpers/sse.js';
 
 describe('a refusal streamed without usage', () => {
   const upstream = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await upstream.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 't/m', endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.stop();
-  });
+  const setup = gatewayOn(upstream, { id: 't/m', upstreamModel: 'm', prompt: '0.000001', completion: '0.000002' });
 
   it('is charged for the refusal text it delivered', async () => {
     const refusal = ['申し訳ありませんが、', 'そのご依頼には', 'お応えできません。'];
@@ -31,8 +20,8 @@ describe('a refusal streamed without usage', () => {
       kind: 'sse',
       events: [chunk({ role: 'assistant', content: null, refusal: '' }, null), ...refusal.map((r) => chunk({ refusal: r }, null)), chunk({}, 'stop')],
     });
-    const acct = await gw.account(10);
-    const res = await gw.fetch('/api/v1/chat/completions', {
+    const acct = await setup.gw.account(10);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', {
       token: acct.key,
       body: { model: 't/m', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     });

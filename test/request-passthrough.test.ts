@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptedUpstream, upstreamAnswer } from './helpers/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
@@ -12,31 +10,11 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 // (its messages written anew, the rest as sent).
 
 /** An upstream that records the raw text of each request. */
-class RawUpstream {
-  received: string[] = [];
-  private server: Server | undefined;
-  async start(): Promise<string> {
-    this.server = createServer(async (req, res) => {
-      let raw = '';
-      for await (const c of req) raw += c;
-      this.received.push(raw);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(upstreamAnswer(1)));
-    });
-    await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
-    return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}/v1`;
-  }
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((r) => this.server?.close(() => r()));
-  }
-}
-
 // A valid int64 seed above 2^53: JSON.parse reads it as 9007199254740992.
 const SEED = '9007199254740993';
 
 describe("the client's parameters reach the upstream as the client wrote them", () => {
-  const up = new RawUpstream();
+  const up = new ScriptedUpstream().script({ kind: 'json', body: upstreamAnswer(1) });
   const search = new ScriptedUpstream();
   let gw: TestGateway;
   beforeAll(async () => {
@@ -57,7 +35,7 @@ describe("the client's parameters reach the upstream as the client wrote them", 
     const acct = await gw.account(10);
     const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, rawBody, headers: { 'content-type': 'application/json' } });
     expect(res.status, await res.text()).toBe(200);
-    return up.received.at(-1) ?? '';
+    return up.received.at(-1)?.text ?? '';
   };
 
   it('a body that starts with a byte-order mark', async () => {

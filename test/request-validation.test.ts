@@ -1,50 +1,17 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upstreamAnswer } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { ScriptedUpstream, upstreamAnswer } from './helpers/scripted-upstream.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 
 // Bodies that OpenAI's and OpenRouter's own APIs accept, refused by the gateway with a 400.
 
 /** An upstream that records the raw text of each request. */
-class RawUpstream {
-  received: string[] = [];
-  private server: Server | undefined;
-  async start(): Promise<string> {
-    this.server = createServer(async (req, res) => {
-      let raw = '';
-      for await (const c of req) raw += c;
-      this.received.push(raw);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(upstreamAnswer(1)));
-    });
-    await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
-    return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}/v1`;
-  }
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((r) => this.server?.close(() => r()));
-  }
-}
-
 describe('valid request bodies are served', () => {
-  const up = new RawUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await up.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 'u/m', context_length: 100_000, endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.stop();
-  });
+  const up = new ScriptedUpstream().script({ kind: 'json', body: upstreamAnswer(1) });
+  const setup = gatewayOn(up, { id: 'u/m', upstreamModel: 'm', prompt: '0.000001', completion: '0.000002', contextLength: 100_000 });
 
   const send = async (rawBody: string) => {
-    const acct = await gw.account(10);
-    const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, rawBody, headers: { 'content-type': 'application/json' } });
+    const acct = await setup.gw.account(10);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', { token: acct.key, rawBody, headers: { 'content-type': 'application/json' } });
     return { status: res.status, text: await res.text() };
   };
 
@@ -68,6 +35,6 @@ describe('valid request bodies are served', () => {
       `{"model":"u/m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"obj","schema":${schema}}}}`,
     );
     expect(r.status, r.text).toBe(200);
-    expect(up.received.at(-1)).toContain(schema);
+    expect(up.received.at(-1)?.text).toContain(schema);
   });
 });

@@ -1,31 +1,12 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { ByteUpstream } from './helpers/byte-upstream.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 
 // An upstream event whose data spans several `data:` lines is legal SSE (the lines are joined with
 // "\n", which is JSON whitespace). Relayed, it must be one `data:` line again: a raw newline copied
 // into it would end the client's line there, the rest read as a field it ignores.
 
 /** An upstream that writes each entry of `parts` as it is (raw SSE bytes). */
-class RawUpstream {
-  parts: string[] = [];
-  private server: Server | undefined;
-  async start(): Promise<string> {
-    this.server = createServer(async (req, res) => {
-      for await (const _ of req);
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      for (const p of this.parts) await new Promise<void>((r) => res.write(p, () => r()));
-      res.end();
-    });
-    await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
-    return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}/v1`;
-  }
-  stop(): Promise<void> {
-    return new Promise((r) => this.server?.close(() => r()));
-  }
-}
-
 /** The data of each event, read as the WHATWG SSE algorithm reads it (LF, CR or CRLF line ends). */
 function sseData(text: string): string[] {
   const out: string[] = [];
@@ -45,19 +26,8 @@ function sseData(text: string): string[] {
 }
 
 describe('an upstream event whose data spans several data: lines', () => {
-  const upstream = new RawUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await upstream.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 't/m', endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.stop();
-  });
+  const upstream = new ByteUpstream();
+  const setup = gatewayOn(upstream, { id: 't/m', upstreamModel: 'm', prompt: '0.000001', completion: '0.000002' });
 
   it('is relayed as one event whose data is valid JSON (the gateway must not copy a raw newline into a data: line)', async () => {
     const head = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[';
@@ -67,8 +37,8 @@ describe('an upstream event whose data spans several data: lines', () => {
       'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
       'data: [DONE]\n\n',
     ];
-    const acct = await gw.account(10);
-    const res = await gw.fetch('/api/v1/chat/completions', {
+    const acct = await setup.gw.account(10);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', {
       token: acct.key,
       body: { model: 't/m', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     });

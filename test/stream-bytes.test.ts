@@ -1,7 +1,6 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { countTokens } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ByteUpstream } from './helpers/byte-upstream.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { contentOf, readSse } from './helpers/sse.js';
 
@@ -13,43 +12,6 @@ import { contentOf, readSse } from './helpers/sse.js';
 
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
   JSON.stringify({ id: 'u1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
-
-/**
- * An upstream that answers every request with `parts`, each its own write, flushed before the next;
- * at `holdBefore` it waits for `release()` (so that the gateway relays what came before as a stream
- * under way, not with the stream's end).
- */
-class ByteUpstream {
-  parts: Buffer[] = [];
-  holdBefore = -1;
-  private released: () => void = () => undefined;
-  private server: Server | undefined;
-
-  release(): void {
-    this.released();
-  }
-
-  async start(): Promise<string> {
-    this.server = createServer((req, res) => {
-      req.resume();
-      req.on('end', async () => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (const [i, p] of this.parts.entries()) {
-          if (i === this.holdBefore) await new Promise<void>((resolve) => (this.released = resolve));
-          await new Promise<void>((resolve) => res.write(p, () => resolve()));
-        }
-        res.end();
-      });
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', () => resolve()));
-    return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}/v1`;
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
-  }
-}
 
 describe('a stream relayed as its bytes', () => {
   const upstream = new ByteUpstream();

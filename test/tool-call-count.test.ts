@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 import { readSse } from './helpers/sse.js';
 
 // Without usage from the upstream the gateway charges what it delivered. A tool call is counted by what
@@ -37,21 +37,10 @@ function streamedChunks(): string[] {
 
 describe('a tool call answered without usage', () => {
   const upstream = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await upstream.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 't/m', endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.stop();
-  });
+  const setup = gatewayOn(upstream, { id: 't/m', upstreamModel: 'm', prompt: '0.000001', completion: '0.000002' });
 
   it('costs the same completion tokens streamed as whole', async () => {
-    const acct = await gw.account(10);
+    const acct = await setup.gw.account(10);
     const body = { model: 't/m', messages: [{ role: 'user', content: '東京の天気は？' }] };
 
     upstream.script({
@@ -64,11 +53,11 @@ describe('a tool call answered without usage', () => {
         choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: 'tool_calls' }],
       },
     });
-    const whole = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body });
+    const whole = await setup.gw.fetch('/api/v1/chat/completions', { token: acct.key, body });
     const wholeUsage = ((await whole.json()) as { usage: { completion_tokens: number } }).usage;
 
     upstream.script({ kind: 'sse', events: streamedChunks() });
-    const streamed = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { ...body, stream: true } });
+    const streamed = await setup.gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { ...body, stream: true } });
     const events = await readSse(streamed);
     const streamedUsage = (events.at(-2) as { usage: { completion_tokens: number } }).usage;
 

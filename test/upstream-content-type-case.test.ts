@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 import { contentOf, readSse } from './helpers/sse.js';
 
 // Media types are case-insensitive (RFC 9110 §8.3.1): an upstream answering `Content-Type:
@@ -12,24 +12,13 @@ const chunk = (content: string, finish: string | null) =>
 
 describe('an upstream stream whose content type is not in lower case', () => {
   const upstream = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await upstream.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 't/m', endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.stop();
-  });
+  const setup = gatewayOn(upstream, { id: 't/m', upstreamModel: 'm', prompt: '0.000001', completion: '0.000002' });
 
   it('is relayed as a stream', async () => {
     const sse = `data: ${chunk('你好', null)}\n\ndata: ${chunk('世界', 'stop')}\n\ndata: [DONE]\n\n`;
     upstream.script({ kind: 'text', status: 200, body: sse, headers: { 'content-type': 'Text/Event-Stream; charset=UTF-8' } });
-    const acct = await gw.account(10);
-    const res = await gw.fetch('/api/v1/chat/completions', {
+    const acct = await setup.gw.account(10);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', {
       token: acct.key,
       body: { model: 't/m', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 
 // An upstream's mid-stream error message is cut to 300 characters (its code to 100). A cut between the
 // two halves of a surrogate pair (an emoji, a rare CJK character) must not leave half a character: the
@@ -9,18 +9,7 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 
 describe("the mid-stream error event's message", () => {
   const upstream = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await upstream.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 't/m', endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.stop();
-  });
+  const setup = gatewayOn(upstream, { id: 't/m', upstreamModel: 'm', prompt: '0.000001', completion: '0.000002' });
 
   it('is a well-formed Unicode string even when the upstream message is cut inside an emoji', async () => {
     // 299 characters, then an emoji whose first half is the 300th code unit.
@@ -34,8 +23,8 @@ describe("the mid-stream error event's message", () => {
       ],
       done: false,
     });
-    const acct = await gw.account(10);
-    const res = await gw.fetch('/api/v1/chat/completions', {
+    const acct = await setup.gw.account(10);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', {
       token: acct.key,
       body: { model: 't/m', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { gatewayOn } from './helpers/gateway-on.js';
 import { contentOf, readSse } from './helpers/sse.js';
 
 // A byte-order mark opening an upstream's event stream is dropped, and so is one opening a JSON answer:
@@ -9,18 +9,7 @@ import { contentOf, readSse } from './helpers/sse.js';
 
 describe('an upstream answering JSON that opens with a byte-order mark', () => {
   const upstream = new ScriptedUpstream();
-  let gw: TestGateway;
-  beforeAll(async () => {
-    const base = await upstream.start();
-    gw = await startTestGateway({
-      providers: [{ id: 'up', type: 'openai', base_url: base }],
-      models: [{ id: 't/m', endpoints: [{ provider: 'up', model: 'm', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.stop();
-  });
+  const setup = gatewayOn(upstream, { id: 't/m', upstreamModel: 'm', prompt: '0.000001', completion: '0.000002' });
 
   it('is relayed to a streaming client (the upstream ignored stream: true), as a stream that opens with one is', async () => {
     const answer = {
@@ -32,8 +21,8 @@ describe('an upstream answering JSON that opens with a byte-order mark', () => {
       usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
     };
     upstream.script({ kind: 'text', status: 200, body: `\ufeff${JSON.stringify(answer)}`, headers: { 'content-type': 'application/json; charset=utf-8' } });
-    const acct = await gw.account(10);
-    const res = await gw.fetch('/api/v1/chat/completions', {
+    const acct = await setup.gw.account(10);
+    const res = await setup.gw.fetch('/api/v1/chat/completions', {
       token: acct.key,
       body: { model: 't/m', stream: true, messages: [{ role: 'user', content: 'hi' }] },
     });

@@ -41,6 +41,8 @@ export interface Received {
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, unknown>;
+  /** The body as it came (what JSON.parse would round: a number of many digits, as written). */
+  text: string;
   /** The client's port: requests with the same one came on the same connection. */
   port: number | undefined;
 }
@@ -159,7 +161,7 @@ export class ScriptedUpstream {
     } catch {
       // leave empty
     }
-    const received: Received = { at: Date.now(), path: req.url ?? '', headers: req.headers, body, port: req.socket.remotePort };
+    const received: Received = { at: Date.now(), path: req.url ?? '', headers: req.headers, body, text: raw, port: req.socket.remotePort };
     this.received.push(received);
     const s = this.next();
     switch (s.kind) {
