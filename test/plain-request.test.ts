@@ -51,6 +51,22 @@ describe('requests vouched for without zod', () => {
     );
   });
 
+  it('names the fault of a token cap: past the ceiling (1e300 too), not whole, below 1', () => {
+    const refusal = (maxTokens: number) => {
+      try {
+        parseChatRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: maxTokens });
+        return 'accepted';
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+    expect(refusal(1e300)).toBe('max_tokens: must be at most 10000000');
+    expect(refusal(20_000_000)).toBe('max_tokens: must be at most 10000000');
+    expect(refusal(1.5)).toBe('max_tokens: must be a whole number');
+    expect(refusal(0)).toBe('max_tokens: must be at least 1');
+    expect(refusal(100)).toBe('accepted');
+  });
+
   it('vouches for the usual request, and leaves the routing fields and invalid ones to zod', () => {
     const usual = {
       model: 'vendor/model',

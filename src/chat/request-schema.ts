@@ -7,11 +7,13 @@ export const MAX_TOKENS_CEILING = 10_000_000;
 
 const providerIds = z.array(z.string().min(1)).max(64);
 
+// The ceiling is checked first: a number past it (1e300) is also past the integers zod calls whole,
+// and "must be a whole number" would name the wrong fault.
 const tokens = z
   .number({ error: 'must be a number' })
+  .max(MAX_TOKENS_CEILING, `must be at most ${MAX_TOKENS_CEILING}`)
   .int('must be a whole number')
-  .min(1, 'must be at least 1')
-  .max(MAX_TOKENS_CEILING, `must be at most ${MAX_TOKENS_CEILING}`);
+  .min(1, 'must be at least 1');
 
 const message = z.looseObject({
   role: z.string({ error: 'must be a string such as "user"' }).min(1),
