@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chunkHead, relayedChunkText as relayedBytes } from '../src/chat/normalize.js';
+import { chunkHead, relayedEvent } from '../src/chat/normalize.js';
 import { PlainChunks, plainChunk as plainChunkOfBytes } from '../src/providers/plain-chunk.js';
 import type { StreamEvent } from '../src/providers/provider.js';
 import { plainStreamEvent as plainEventOfBytes, streamEvent } from '../src/providers/stream-event.js';
@@ -27,9 +27,13 @@ function plainStreamEvent(text: string) {
   const event = plainEventOfBytes(utf8Bytes(text), new PlainChunks());
   return event && { ...event, delivered: deliveredOf(event.delivered) as DeliveredBody };
 }
+/** The chunk an event is relayed as (its `data:` event, which must be one line, unframed). */
 function relayedChunkText(event: StreamEvent, by: typeof served, h: typeof head): string | undefined {
-  const out = relayedBytes(event, by, h);
-  return out === undefined ? undefined : utf8Text(out);
+  const out = relayedEvent(event, by, h);
+  if (out === undefined) return undefined;
+  const text = utf8Text(out);
+  expect(text).toMatch(/^data: [^\n]*\n\n$/);
+  return text.slice('data: '.length, -2);
 }
 
 /** What the parsing path makes of a chunk's text. */

@@ -135,13 +135,14 @@ function withoutGatewayFields(req: ChatRequest, messages: readonly unknown[]): C
 function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: string | undefined): UpstreamBody {
   const members = rawText !== undefined ? objectMembers(rawText) : undefined;
   if (members) {
-    let drop: (key: string, index: number) => boolean = messages === req.messages ? notPassedOn : notPassedOnOrMessages;
+    const sameMessages = messages === req.messages;
+    let drop: (key: string, index: number) => boolean = sameMessages ? notPassedOn : notPassedOnOrMessages;
     if (hasDuplicateKeys(members)) {
       const last = new Map(members.map((m, i) => [m.key, i]));
       const dropped = drop;
       drop = (key, i) => dropped(key, i) || last.get(key) !== i;
     }
-    const tail = messages === req.messages ? '' : `"messages":${JSON.stringify(messages)}`;
+    const tail = sameMessages ? '' : `"messages":${JSON.stringify(messages)}`;
     return new RelayedBody(spliceObject(rawText as string, members, '', drop, tail), req, messages);
   }
   const value = withoutGatewayFields(req, messages);

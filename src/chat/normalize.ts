@@ -1,7 +1,7 @@
 import type { TokenUsage } from '../ledger/pricing.js';
 import { billedCompletionTokens } from '../ledger/pricing.js';
 import { creditsToJson, type Nano } from '../ledger/money.js';
-import type { Chunk, StreamEvent } from '../providers/provider.js';
+import type { Chunk, ParsedStreamEvent, StreamEvent } from '../providers/provider.js';
 import type { ErrorMetadata } from '../error-body.js';
 import { isJsonObject } from '../json-object.js';
 import { jsonString } from '../json-string.js';
@@ -105,7 +105,12 @@ function choicesClean(choices: unknown, key: 'message' | 'delta'): boolean {
 
 /** A whole (non-streamed) upstream answer, rewritten as the gateway's own. */
 export function normalizeAnswer(body: Chunk, served: Served, usage: ChatUsageJson): ChatCompletionJson {
-  const out: ChatCompletionJson = {
+  return { ...answerWithoutUsage(body, served), usage } as ChatCompletionJson;
+}
+
+/** `normalizeAnswer` but for its usage (which holds what the answer cost, known once it is charged). */
+function answerWithoutUsage(body: Chunk, served: Served): Chunk {
+  const out: Chunk = {
     ...body,
     id: served.id,
     object: 'chat.completion',
@@ -115,9 +120,10 @@ export function normalizeAnswer(body: Chunk, served: Served, usage: ChatUsageJso
     system_fingerprint: typeof body.system_fingerprint === 'string' ? body.system_fingerprint : null,
     // The upstream's choices, relayed: each has its index, finish_reason and an assistant message.
     choices: normalizeChoices(body.choices, 'message') as ChatCompletionJson['choices'],
-    usage,
   };
-  // Groq's own usage (x_groq.usage) is not the gateway's: left out, as it is from a stream's chunks.
+  // The upstream's usage, and Groq's own (x_groq.usage), are not the gateway's: left out (as they are
+  // from a stream's chunks).
+  delete out.usage;
   delete out.x_groq;
   return out;
 }
@@ -134,8 +140,7 @@ const answerReplaced = keyIn(['id', 'object', 'created', 'model', 'provider', 's
 export function answerWriter(text: string, body: Chunk, served: Served): (usage: ChatUsageJson) => string {
   const members = choicesClean(body.choices, 'message') ? objectMembers(text) : undefined;
   if (!members || hasDuplicateKeys(members)) {
-    const { usage: _, ...answer } = normalizeAnswer(body, served, {} as ChatUsageJson);
-    const rebuilt = JSON.stringify(answer);
+    const rebuilt = JSON.stringify(answerWithoutUsage(body, served));
     return (usage) => `${rebuilt.slice(0, -1)},"usage":${usageText(usage)}}`;
   }
   const created = typeof body.created === 'number' && body.created > 0 ? Math.floor(body.created) : served.created;
@@ -163,9 +168,13 @@ export function usageChunkText(head: ChunkHead, usage: ChatUsageJson): Utf8Bytes
   return `{${head.members},"choices":[],"usage":${usageText(usage)}}` as Utf8Bytes;
 }
 
-/** A relayed event: `event`'s chunk as the gateway relays it, as one `data:` event, or undefined when nothing is left to relay. */
+/**
+ * A relayed event: `event`'s chunk as the gateway relays it, as one `data:` event, or undefined when
+ * nothing is left to relay. A plain chunk (plain-chunk.ts: most of a stream), split so by its reader,
+ * goes out behind `head`, in as few pieces as it can be (Node copies each piece); another is rewritten
+ * by relayedChunkText.
+ */
 export function relayedEvent(event: StreamEvent, served: Served, head: ChunkHead): Utf8Bytes | undefined {
-  // A plain chunk (most of a stream) is written in as few pieces as it can be: Node copies each piece.
   if (event.plain !== undefined) return `${head.plainEventStart}${event.plain}}\n\n` as Utf8Bytes;
   const text = relayedChunkText(event, served, head);
   return text === undefined ? undefined : (`data: ${text}\n\n` as Utf8Bytes);
@@ -176,11 +185,9 @@ const chunkReplaced = keyIn(['id', 'object', 'created', 'model', 'provider', 'us
 /**
  * The text (bytes) of `normalizeChunk(event.chunk, served)`, or undefined when nothing is left to
  * relay. A chunk whose choices need no change (the usual case) is spliced: `head` replaces the
- * upstream's own fields, the rest goes out as the upstream wrote it; a plain chunk was split so by
- * its reader (plain-chunk.ts).
+ * upstream's own fields, the rest goes out as the upstream wrote it.
  */
-export function relayedChunkText(event: StreamEvent, served: Served, head: ChunkHead): Utf8Bytes | undefined {
-  if (event.plain !== undefined) return `{${head.members},${event.plain}}` as Utf8Bytes;
+export function relayedChunkText(event: ParsedStreamEvent, served: Served, head: ChunkHead): Utf8Bytes | undefined {
   const { chunk, text } = event;
   const choices = chunk.choices;
   // A chunk whose data came on several `data:` lines has line breaks between its tokens (a JSON string

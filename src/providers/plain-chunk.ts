@@ -59,7 +59,7 @@ const DELTA_TEXT = new RegExp(`"(content|reasoning|reasoning_content)":(${STR_OR
 const FINGERPRINT_NULL = ',"system_fingerprint":null';
 
 /** A JSON string literal's body: its text, as a DeliveredBody (read only if it is counted). */
-function stringValue(literal: string): DeliveredBody {
+function stringBody(literal: string): DeliveredBody {
   return literal.slice(1, -1) as DeliveredBody;
 }
 
@@ -126,7 +126,7 @@ function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
   const keptFingerprint = fingerprint === undefined || fingerprint === FINGERPRINT_NULL ? '' : fingerprint;
   // In the order written: tier and a fingerprint before the choices, or the choices and a fingerprint after.
   const members = (before !== undefined ? `${tier}${keptFingerprint},${choices}` : `${tier},${choices}${keptFingerprint}`) + obfuscation;
-  if (onlyContent !== undefined) return plain(members, stringValue(onlyContent));
+  if (onlyContent !== undefined) return plain(members, stringBody(onlyContent));
   // As JSON.parse would read the delta: the last of a key written twice.
   let content = '' as DeliveredBody;
   let reasoning = '' as DeliveredBody;
@@ -136,7 +136,7 @@ function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
   for (let m = DELTA_TEXT.exec(choices); m !== null; m = DELTA_TEXT.exec(choices)) {
     const key = m[1];
     const literal = m[2] ?? 'null';
-    const value = literal === 'null' ? ('' as DeliveredBody) : stringValue(literal);
+    const value = literal === 'null' ? ('' as DeliveredBody) : stringBody(literal);
     if (key === 'content') content = value;
     else if (key === 'reasoning') reasoning = value;
     else reasoningContent = value;

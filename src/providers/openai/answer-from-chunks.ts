@@ -46,9 +46,9 @@ export function answerFromChunks(chunks: readonly Chunk[]): Chunk {
         for (const [key, value] of Object.entries(c.delta)) {
           if (key === 'tool_calls' && Array.isArray(value)) {
             for (const piece of value) if (isJsonObject(piece)) addToolCall(so.toolCalls, piece);
-          } else if (TEXT_MEMBERS.has(key) && typeof value === 'string')
-            so.message[key] = `${typeof so.message[key] === 'string' ? so.message[key] : ''}${value}`;
-          else if (value !== null && value !== undefined && !TEXT_MEMBERS.has(key)) so.message[key] = value;
+          } else if (TEXT_MEMBERS.has(key)) {
+            if (typeof value === 'string') so.message[key] = `${typeof so.message[key] === 'string' ? so.message[key] : ''}${value}`;
+          } else if (value !== null && value !== undefined) so.message[key] = value;
         }
       }
       if (c.finish_reason !== null && c.finish_reason !== undefined) so.finishReason = c.finish_reason;

@@ -159,7 +159,7 @@ export class OpenAiProvider implements ProviderAdapter {
     const plainChunks = new PlainChunks();
     return sseBatches(body, {
       toEvent: (data) => this.event(data, sentKey, plainChunks),
-      toError: (err) => (err instanceof ProviderError ? err : new ProviderError(failureFromError(err, callerSignal.aborted))),
+      toError: (err) => streamFailure(err, callerSignal),
       onEnded: () => timeout.clear(),
     });
   }
@@ -169,7 +169,7 @@ export class OpenAiProvider implements ProviderAdapter {
     const chunks: Chunk[] = [];
     const batches = sseBatches(body, {
       toEvent: (data) => parsedChunk(data, sentKey),
-      toError: (err) => (err instanceof ProviderError ? err : new ProviderError(failureFromError(err, callerSignal.aborted))),
+      toError: (err) => streamFailure(err, callerSignal),
       onEnded: () => undefined,
     });
     for await (const batch of batches) chunks.push(...batch.events);
@@ -195,11 +195,16 @@ function parsedChunk(data: Utf8Bytes, sentKey: string | undefined): Chunk {
   } catch {
     throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not JSON' });
   }
-  if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
+  if (!isJsonObject(chunk)) {
     throw new ProviderError({ kind: 'invalid_response', message: 'upstream sent a chunk that is not a JSON object' });
   }
   if (isJsonObject(chunk.error)) throw new ProviderError(errorBodyFailure(chunk.error, sentKey, 'upstream reported an error mid-stream'));
   return chunk;
+}
+
+/** What a stream's reader is thrown when its body fails: the ProviderError it failed with, or one for the failure. */
+function streamFailure(err: unknown, callerSignal: CancelSignal): ProviderError {
+  return err instanceof ProviderError ? err : new ProviderError(failureFromError(err, callerSignal.aborted));
 }
 
 /** The failure an upstream reported in an `error` object of its answer or of a chunk. */
