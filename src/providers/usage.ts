@@ -14,8 +14,11 @@ function readCounts(u: unknown): TokenUsage | undefined {
   const o = u as Record<string, unknown>;
   const { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total } = o;
   // Counts that are not whole, non-negative and plausible are no usage at all: the gateway counts.
-  if (!plausible(prompt) || !plausible(completion)) return undefined;
-  return tokenUsage(prompt, completion, plausible(total) ? total : undefined);
+  if (!plausible(prompt)) return undefined;
+  if (plausible(completion)) return tokenUsage(prompt, completion, plausible(total) ? total : undefined);
+  // A total without a completion count: the completion is what the total holds beyond the prompt.
+  if (completion === undefined && plausible(total) && total >= prompt) return tokenUsage(prompt, total - prompt, total);
+  return undefined;
 }
 
 /**
