@@ -39,6 +39,18 @@ export class Cancellation extends EventEmitter implements CancelSignal {
   }
 }
 
+/**
+ * Why a request was cancelled, in words for its answer and its log line: the reason's own message when
+ * the gateway cancelled it (a deadline, `TimeoutError`; shutting down, `SHUTDOWN`), else the client's
+ * doing (it went away: the default `AbortError`).
+ */
+export function cancelMessage(reason: unknown): string {
+  return reason instanceof DOMException && reason.name !== 'AbortError' ? reason.message : 'the request was cancelled by the client';
+}
+
+/** The reason running requests are cancelled with when the gateway shuts down (see cancelMessage). */
+export const SHUTDOWN = 'ShutdownError';
+
 /** Resolves after `ms`, or as soon as `signal` is cancelled (never rejects). */
 export function cancellableSleep(ms: number, signal: CancelSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();

@@ -47,7 +47,11 @@ export class ManagementService {
   }
 
   async create(owner: KeyRecord, body: unknown): Promise<IssuedManagedKeyJson> {
-    const { key, record } = await this.keys.create(owner.accountId, this.keys.parseNew(body, 'owner'));
+    const input = this.keys.parseNew(body, 'owner');
+    // Keys carry their account as workspace_id: a management key's own is the only one it can name.
+    const workspace = (body as { workspace_id?: string }).workspace_id;
+    if (workspace !== undefined && workspace !== owner.accountId) throw notFound(`no workspace "${workspace}" (this key's is "${owner.accountId}")`);
+    const { key, record } = await this.keys.create(owner.accountId, input);
     return { data: await this.view(record), key };
   }
 

@@ -11,8 +11,14 @@ import { isoDate, money } from './parse-input.js';
 export const MAX_GRACE_SECONDS = 30 * 24 * 3600;
 
 const bool = z.boolean({ error: 'must be true or false' });
+/** A name is stored as text, which cannot hold a NUL character on PostgreSQL. */
+const noNul = (v: string) => !v.includes('\0');
+const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
 const keyFields = {
-  name: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') }).max(200, 'must be at most 200 characters'),
+  name: z
+    .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .max(200, 'must be at most 200 characters')
+    .refine(noNul, NUL_MESSAGE),
   limit: money.nullable().meta({ description: 'Spending limit in credits (null: none); at most 9 decimals' }),
   limit_reset: z
     .enum(['daily', 'weekly', 'monthly'], { error: 'must be "daily", "weekly", "monthly" or null' })
@@ -25,7 +31,7 @@ const keyFields = {
 /** POST /api/v1/admin/accounts. */
 export const newAccountSchema = z
   .strictObject({
-    name: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(200),
+    name: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(200).refine(noNul, NUL_MESSAGE),
     type: z.enum(accountTypes as [string, ...string[]], { error: `must be one of ${accountTypes.join(', ')}` }).default('prepaid'),
     created_at: isoDate.optional(),
     free_model_limits_exempt: z.boolean({ error: 'must be true or false' }).default(false),
@@ -71,6 +77,10 @@ export const ownerNewKeySchema = z
     limit_reset: keyFields.limit_reset.optional(),
     include_byok_in_limit: keyFields.include_byok_in_limit.optional(),
     expires_at: keyFields.expires_at.optional(),
+    workspace_id: z
+      .string({ error: 'must be a string' })
+      .optional()
+      .meta({ description: "The account's id, as keys report it (the official SDK may send it); another workspace's is 404" }),
   })
   .meta({ id: 'NewKey', description: 'A new inference key, made with a management key' });
 

@@ -15,6 +15,7 @@ import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../p
 import { finishReasonOf } from '../providers/stream-event.js';
 import { answerTexts, deliveredOf, type DeliveredBody } from '../providers/delivered-text.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
+import { isJsonObject } from '../json-object.js';
 import type { Catalog, CatalogModel } from '../routing/catalog.js';
 import type { Cooldowns } from '../routing/cooldowns.js';
 import { planAttempts, requestedModels, type Attempt } from '../routing/plan.js';
@@ -29,7 +30,7 @@ import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest 
 import { billedUsage, type BilledUsage } from './billed-usage.js';
 import { GenerationIds } from './generation-id.js';
 import { Settlement } from './settlement.js';
-import type { CancelSignal } from '../cancellation.js';
+import { cancelMessage, type CancelSignal } from '../cancellation.js';
 
 export interface ChatServiceDeps {
   config: Config;
@@ -105,6 +106,7 @@ class RelayedBody implements UpstreamBody {
 
   constructor(
     readonly text: string,
+    readonly streamOptions: ChatBody | undefined,
     private readonly req: ChatRequest,
     private readonly messages: readonly unknown[],
   ) {}
@@ -143,10 +145,16 @@ function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: s
       drop = (key, i) => dropped(key, i) || last.get(key) !== i;
     }
     const tail = sameMessages ? '' : `"messages":${JSON.stringify(messages)}`;
-    return new RelayedBody(spliceObject(rawText as string, members, '', drop, tail), req, messages);
+    return new RelayedBody(spliceObject(rawText as string, members, '', drop, tail), streamOptionsOf(req), req, messages);
   }
   const value = withoutGatewayFields(req, messages);
-  return { value, text: JSON.stringify(value) };
+  return { value, text: JSON.stringify(value), streamOptions: streamOptionsOf(req) };
+}
+
+/** The client's `stream_options`, when it is an object (anything else was never an option to pass on). */
+function streamOptionsOf(req: ChatRequest): ChatBody | undefined {
+  const o = req.stream_options;
+  return isJsonObject(o) ? o : undefined;
 }
 
 /**
@@ -433,7 +441,7 @@ export class ChatService {
       // The client may be gone (then nobody reads this) or the gateway is shutting down: either way
       // the stream ends with the spec's error event, never silently.
       const failure: ProviderFailure = cancelled
-        ? { kind: 'network', message: 'the request was cancelled (client disconnected or gateway shutting down)' }
+        ? { kind: 'network', message: cancelMessage(signal.reason) }
         : err instanceof ProviderError
           ? err.failure
           : { kind: 'network', message: 'the stream failed' };

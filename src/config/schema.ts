@@ -253,6 +253,16 @@ const alerts = z
   })
   .strict();
 
+/**
+ * A token a client presents as `Authorization: Bearer <token>`: read without the blanks around it (a
+ * secret read from a file or a mounted secret usually ends in a newline, which no header can carry, and
+ * the token would match nothing), and refused at start when it holds anything else a header cannot carry.
+ */
+const bearerToken = z
+  .string()
+  .trim()
+  .regex(/^[\x21-\x7e]*$/, 'must be printable ASCII with no blanks inside (it is sent in the Authorization header)');
+
 export const configSchema = z
   .object({
     listen: listen.default(listen.parse({})),
@@ -269,7 +279,7 @@ export const configSchema = z
      * tests) can share one Redis. Every process of one deployment must use the same prefix.
      */
     redis_key_prefix: z.string().min(1).max(100).default('tollgate:'),
-    admin_token: z.string().min(1).optional(),
+    admin_token: bearerToken.min(1).optional(),
     secrets_key: z
       .string()
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
@@ -284,7 +294,7 @@ export const configSchema = z
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** GET /metrics answers the admin token, or this token (for a scraper that should not hold the admin token). */
     metrics: z
-      .object({ token: z.string().min(16, 'must be at least 16 characters').optional() })
+      .object({ token: bearerToken.min(16, 'must be at least 16 characters').optional() })
       .strict()
       .default({}),
   })

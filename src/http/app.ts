@@ -22,6 +22,11 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const shuttingDown = () =>
   new GatewayError('unavailable', 'the gateway is shutting down: send the request again, on a new connection', { headers: { 'retry-after': '1' } });
 
+/** The status a request is counted and logged with when the client left before any answer (nginx's 499). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+const nulInUrl = () => new GatewayError('invalid_request', 'the URL holds a NUL character (%00), which no path or query of this API takes');
+
 /** The HTTP app: the only code that knows the web framework. */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const app = Fastify({
@@ -91,24 +96,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const d = route.config?.openapi;
     if (d) for (const method of [route.method].flat()) if (method !== 'HEAD') documented.push({ method, url: route.url, doc: d });
   });
-  // Browser apps of the configured origins may call the API (off unless listen.cors_origins is set).
-  const origins = deps.config.listen.cors_origins;
-  if (origins.length > 0) {
-    void app.register(cors, {
-      origin: origins.includes('*') ? '*' : origins,
-      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
-      exposedHeaders: ['x-request-id', 'x-generation-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
-      maxAge: 600,
-    });
-  }
   // Shutdown began (app.close()): Fastify has set `Connection: close` on what still arrives.
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
     done();
   });
-  const probes = new Set(['/health', '/health/ready', '/metrics']);
+  // Load balancers' probes: no access-log line and no DDoS count. (/metrics is not one: it takes the
+  // admin token, and a guess at it meets the guard and is logged like a guess anywhere else.)
+  const probes = new Set(['/health', '/health/ready']);
   app.decorateRequest('logFields', undefined);
   app.decorateRequest('authenticatedKey', undefined);
   // One access-log line a request, streamed or not: method, path (query left out), status, time, and
@@ -126,7 +122,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     reply.header('x-request-id', req.id);
     if (probes.has(req.url)) return done();
     reply.raw.once('close', () => {
-      const status = reply.raw.statusCode;
+      // A client that left before any answer was sent: no status was ever sent (Node's default 200 is not one).
+      const status = reply.raw.headersSent ? reply.raw.statusCode : CLIENT_CLOSED_REQUEST;
+      // Chat requests are counted by the model and provider that served them (the route sets both once
+      // served), never by a name the client sent, so labels stay few; whatever answered them, this
+      // hook's own refusals included.
+      if (req.routeOptions.config.countedAsInference) {
+        const served = req.logFields?.provider !== undefined;
+        deps.metrics.request(served ? String(req.logFields?.model) : '', served ? String(req.logFields?.provider) : '', status);
+      }
       const level = status >= 500 ? 'warn' : 'info';
       if (!deps.logger.isLevelEnabled(level)) return; // the line is not built for a level that is off
       const fields = { reqId: req.id, method: req.method, path: req.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), ...req.logFields };
@@ -139,9 +143,28 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     } catch (err) {
       return done(err as Error);
     }
-    if (isPromise(checked)) checked.then(() => done(), done);
-    else done();
+    // Past the guard: a NUL character can be in no id, name or search of the gateway's (and PostgreSQL
+    // refuses one in text, where SQLite would find nothing).
+    const passed = () => done(req.url.includes('%00') ? nulInUrl() : undefined);
+    if (isPromise(checked)) checked.then(passed, done);
+    else passed();
   });
+  // Browser apps of the configured origins may call the API (off unless listen.cors_origins is set).
+  // Registered after the hook above, so that a preflight, which the plugin answers in its own hook,
+  // has met the DDoS guard and carries X-Request-Id and its access-log line like any request. An
+  // OPTIONS request that is no preflight (no Origin) is answered as one too, not with the plugin's
+  // text/plain 400.
+  const origins = deps.config.listen.cors_origins;
+  if (origins.length > 0) {
+    void app.register(cors, {
+      origin: origins.includes('*') ? '*' : origins,
+      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
+      exposedHeaders: ['x-request-id', 'x-generation-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+      maxAge: 600,
+      strictPreflight: false,
+    });
+  }
   registerPublicRoutes(app, deps);
   registerChatRoute(app, deps);
   registerAdminRoutes(app, deps);
@@ -153,6 +176,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's requests are counted in tollgate_requests_total (the chat route). */
+    countedAsInference?: boolean;
+  }
   interface FastifyRequest {
     /** The body's text as the client sent it (JSON bodies only). */
     rawBody: string | undefined;

@@ -1,4 +1,4 @@
-import type { Cancellation } from '../cancellation.js';
+import { SHUTDOWN, type Cancellation } from '../cancellation.js';
 
 /** The requests running now, so that shutdown can wait for them and, past its grace, cancel them. */
 export class Inflight {
@@ -28,7 +28,8 @@ export class Inflight {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /** Cancels every running request: the gateway is shutting down (its answer and log line say so). */
   abortAll(): void {
-    for (const c of this.running) c.abort();
+    for (const c of this.running) c.abort(new DOMException('the gateway is shutting down', SHUTDOWN));
   }
 }

@@ -20,6 +20,11 @@ export interface UpstreamBody {
   readonly value: ChatBody;
   /** `value` as a JSON object's text, starting with `{`. */
   text: string;
+  /**
+   * The members of the client's `stream_options` (not in `value`): an adapter that asks a stream's
+   * upstream for its usage sets `include_usage` and passes the rest on.
+   */
+  readonly streamOptions: ChatBody | undefined;
 }
 
 export interface ChatCall {

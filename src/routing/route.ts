@@ -3,7 +3,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { ProviderError, type ChatAnswer, type ProviderAdapter, type ProviderFailure, type StreamBatch, type UpstreamBody } from '../providers/provider.js';
 import { cooldownKey, retryHint, type Cooldowns } from './cooldowns.js';
 import type { Attempt } from './plan.js';
-import type { CancelSignal } from '../cancellation.js';
+import { cancelMessage, type CancelSignal } from '../cancellation.js';
 
 export interface AttemptFailure {
   attempt: Attempt;
@@ -105,9 +105,9 @@ export async function route(input: RouteInput): Promise<Routed> {
       });
       continue;
     }
-    // The attempt before this one failed: the request falls back.
-    const failed = failures.at(-1);
-    if (failed && !failed.counted) {
+    // The attempts before this one failed (or were skipped): the request falls back from each of them.
+    for (const failed of failures) {
+      if (failed.counted) continue;
       failed.counted = true;
       input.metrics.fallback(failed.attempt.endpoint.provider, failed.failure.kind);
     }
@@ -140,7 +140,7 @@ export async function route(input: RouteInput): Promise<Routed> {
       }
     }
   }
-  const err = exhausted(failures, refusals, input.signal.aborted);
+  const err = exhausted(failures, refusals, input.signal);
   err.logged = { ...err.logged, providers: triedProviders(failures) };
   throw err;
 }
@@ -156,8 +156,8 @@ export function triedProviders(failures: readonly AttemptFailure[]): Array<Recor
   }));
 }
 
-function exhausted(failures: AttemptFailure[], refusals: GatewayError[], aborted: boolean): GatewayError {
-  if (aborted) return new GatewayError('upstream_failed', 'the request was cancelled by the client');
+function exhausted(failures: AttemptFailure[], refusals: GatewayError[], signal: CancelSignal): GatewayError {
+  if (signal.aborted) return new GatewayError('upstream_failed', cancelMessage(signal.reason));
   // A platform limit kept the request from a model that might have served it: that limit answers.
   const refusal = refusals[0];
   if (refusal && !failures.some((f) => f.failure.kind === 'rate_limited')) return refusal;

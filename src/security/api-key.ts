@@ -11,6 +11,17 @@ export function hashApiKey(key: string): string {
   return hash('sha256', key, 'hex');
 }
 
+/** The gateway's own secrets as it makes them (API keys; a generated admin token), whole or cut short. */
+const OWN_SECRET = /(?:sk-tg-v1-|tg-admin-)[0-9a-f]+/g;
+
+/**
+ * `text` without any secret of the gateway's own in it: text an upstream wrote may echo what a client
+ * put in its request, its API key included.
+ */
+export function withoutOwnSecrets(text: string): string {
+  return text.includes('sk-tg-') || text.includes('tg-admin-') ? text.replace(OWN_SECRET, '[redacted]') : text;
+}
+
 /** The masked form shown in listings, e.g. "sk-tg-v1-3f2...a91". */
 export function labelOf(key: string): string {
   return `${key.slice(0, API_KEY_PREFIX.length + 3)}...${key.slice(-3)}`;

@@ -25,13 +25,16 @@ export interface CallOptions {
 
 /**
  * An amount as the person typed it, sent as a JSON number with every digit (JSON.rawJSON, where the
- * browser has it: the gateway stores 123456789.123456789 as written), else as the nearest double; text
- * that is not a decimal goes as the number it reads as, for the gateway to refuse with its message.
+ * browser has it: the gateway stores 123456789.123456789 as written), else as the nearest double. Text
+ * that is not a plain decimal ("10,5", "$5", "5 credits") goes as the text, for the gateway to refuse
+ * with its message: never as a number it does not mean, and never as NaN, which JSON writes as null
+ * (for a key's limit, "no limit").
  */
 export function decimal(text: string): unknown {
   const t = text.trim();
+  if (!/^-?\d+(\.\d+)?$/.test(t)) return t;
   const rawJSON = (JSON as { rawJSON?: (text: string) => unknown }).rawJSON;
-  return rawJSON && /^-?\d+(\.\d+)?$/.test(t) ? rawJSON(t) : Number(t);
+  return rawJSON ? rawJSON(t) : Number(t);
 }
 
 /** Calls the gateway's own API (same origin) with the session's credential in the Authorization header. */

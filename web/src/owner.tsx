@@ -16,8 +16,21 @@ interface ActivityItem {
   requests: number;
 }
 
+/** `GET /api/v1/keys` answers 100 keys a page. */
+const KEYS_PAGE = 100;
+
+/** Every key of the account, page by page: an owner manages all of them. */
+async function allKeys(): Promise<KeyRow[]> {
+  const keys: KeyRow[] = [];
+  for (;;) {
+    const page = (await api<{ data: KeyRow[] }>(`/api/v1/keys${qs({ include_disabled: true, offset: keys.length })}`)).data;
+    keys.push(...page);
+    if (page.length < KEYS_PAGE) return keys;
+  }
+}
+
 const keyActions: KeyActions = {
-  list: async () => (await api<{ data: KeyRow[] }>('/api/v1/keys?include_disabled=true')).data,
+  list: allKeys,
   create: (body) => api('/api/v1/keys', { body }),
   update: (hash, body) => api(`/api/v1/keys/${encodeURIComponent(hash)}`, { method: 'PATCH', body }),
   rotate: (hash) => api(`/api/v1/keys/${encodeURIComponent(hash)}/rotate`, { body: {} }),

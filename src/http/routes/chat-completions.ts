@@ -20,18 +20,12 @@ function requestedModel(body: unknown): string | undefined {
 
 /** POST /api/v1/chat/completions: OpenAI's API with OpenRouter's routing fields. */
 export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
-  const { ledger, clock, chat, inflight, config, metrics } = deps;
+  const { ledger, clock, chat, inflight, config } = deps;
 
   // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
   // is a 401 whatever the body holds. From here on every answer is counted, and the log line names
   // the key and its account, whatever refuses the request (a body that cannot be read too).
-  const onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    // Counted when the response is over. The model and provider are the ones that served the request
-    // (the route sets `provider` once it is served), never a name the client sent: labels stay few.
-    reply.raw.once('close', () => {
-      const served = req.logFields?.provider !== undefined;
-      metrics.request(served ? String(req.logFields?.model) : '', served ? String(req.logFields?.provider) : '', reply.raw.statusCode);
-    });
+  const onRequest = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
     let key: Awaitable<KeyRecord>;
     try {
       key = authenticateKey(req, ledger, clock, 'inference');
@@ -73,7 +67,9 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
     },
     errors: [402, 422, 429, 502, 503],
   });
-  app.post('/api/v1/chat/completions', { onRequest, ...documented }, async (req, reply) => {
+  // Counted in tollgate_requests_total when the response is over (app.ts), whatever answered it.
+  const routeConfig = { ...documented.config, countedAsInference: true };
+  app.post('/api/v1/chat/completions', { onRequest, config: routeConfig }, async (req, reply) => {
     const key = req.authenticatedKey ?? (await authenticateKey(req, ledger, clock, 'inference'));
     // The access line (app.ts) names the key, the account and the model, and why a request failed.
     const log: Record<string, unknown> = req.logFields ?? { key_label: key.label, account: key.accountId };

@@ -5,6 +5,7 @@ import { usageOf } from '../usage.js';
 import {
   ProviderError,
   type ChatAnswer,
+  type ChatBody,
   type ChatCall,
   type Chunk,
   type ProviderAdapter,
@@ -23,6 +24,15 @@ import type { CancelSignal } from '../../cancellation.js';
 import { isJsonObject, type JsonObject } from '../../json-object.js';
 import { jsonString } from '../../json-string.js';
 import { utf8Text, type Utf8Bytes } from '../../utf8-bytes.js';
+
+/**
+ * A stream's `stream_options`: the usage chunk asked for (the gateway charges by it), with whatever
+ * else the client asked of the stream passed on as it asked.
+ */
+function streamOptionsText(client: ChatBody | undefined): string {
+  return client === undefined ? INCLUDE_USAGE : JSON.stringify({ ...client, include_usage: true });
+}
+const INCLUDE_USAGE = '{"include_usage":true}';
 
 export interface OpenAiProviderOptions {
   id: string;
@@ -83,7 +93,7 @@ export class OpenAiProvider implements ProviderAdapter {
     const { timeouts, clock } = this.options;
     const signal = timeout.signal;
     // The adapter's own fields first, then the client's members as they came (the body's `{` dropped).
-    const own = call.stream ? '"stream":true,"stream_options":{"include_usage":true}' : '"stream":false';
+    const own = call.stream ? `"stream":true,"stream_options":${streamOptionsText(call.body.streamOptions)}` : '"stream":false';
     const rest = call.body.text.slice(1).trimStart();
     const body = `{"model":${jsonString(call.model)},${own}${rest === '}' ? '}' : `,${rest}`}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: call.stream ? 'text/event-stream' : 'application/json' };
