@@ -51,10 +51,10 @@ describe('in-flight budget during the rollout (newer_accounts.only: true)', () =
 
   it('applies to newer accounts only: an account older than max_age_days is not subject', async () => {
     const old = await account(10, new Date(clock.now() - 60 * DAY).toISOString());
-    expect((await gw.admin.getAccount(old.id)).in_flight.subject).toBe(false);
+    expect((await gw.admin.getAccount(old.id)).in_flight!.subject).toBe(false);
     expect((await ask(old.key, 't/cheap', 600)).status).toBe(200); // 6 > the 5 a budget would allow
     const young = await account(10);
-    expect((await gw.admin.getAccount(young.id)).in_flight.subject).toBe(true);
+    expect((await gw.admin.getAccount(young.id)).in_flight!.subject).toBe(true);
     const res = await ask(young.key, 't/cheap', 600);
     expect(res.status).toBe(402);
     expect(((await res.json()) as { error: { metadata: { reason: string } } }).error.metadata.reason).toBe('weight_exceeds_budget');
@@ -65,7 +65,7 @@ describe('in-flight budget during the rollout (newer_accounts.only: true)', () =
     const before = await ask(a.key, 't/dear', 60); // estimate 30 > 20
     expect(before.status).toBe(402);
     expect((await ask(a.key, 't/dear', 20)).status).toBe(200); // estimate 10, costs 10 × 0.5 = 5
-    expect((await gw.admin.getAccount(a.id)).in_flight.subject).toBe(false);
+    expect((await gw.admin.getAccount(a.id)).in_flight!.subject).toBe(false);
     expect((await ask(a.key, 't/dear', 60)).status).toBe(200); // 30 ≤ the balance of 45
   });
 });

@@ -82,16 +82,16 @@ describe('issue 7 items 5 and 7: hold lifetime and Retry-After', () => {
       const overBalance = await ask(rich.key, 't/quick', 6000); // 100 + 60 > 150
       expect(overBalance.status).toBe(402);
       expect((await reasonOf(overBalance)).limit_source).toBe('platform_credits');
-      expect((await gw.admin.getAccount(limited.id)).in_flight.held).toBe(2);
+      expect((await gw.admin.getAccount(limited.id)).in_flight!.held).toBe(2);
 
       streaming.release();
       for (const r of await Promise.all([first, big])) expect((await readSse(r)).at(-1)).toBe('[DONE]');
       // Each stream cost 10 tokens (0.1): its running holds are gone, its actual cost settles for the window.
-      expect((await gw.admin.getAccount(limited.id)).in_flight.held).toBeCloseTo(0.1, 9);
+      expect((await gw.admin.getAccount(limited.id)).in_flight!.held).toBeCloseTo(0.1, 9);
       expect((await ask(limited.key, 't/quick', 200)).status).toBe(200); // 0.1 used + 2 ≤ 3
       expect((await ask(rich.key, 't/quick', 6000)).status).toBe(200); // 150 − 0.1 ≥ 60
       clock.advance(WINDOW);
-      expect((await gw.admin.getAccount(limited.id)).in_flight.held).toBe(0);
+      expect((await gw.admin.getAccount(limited.id)).in_flight!.held).toBe(0);
     });
 
     it('the request deadline fires: the request is cut, charged for what it delivered, and its holds end', async () => {
@@ -122,7 +122,7 @@ describe('issue 7 items 5 and 7: hold lifetime and Retry-After', () => {
       expect(used).toBeLessThan(0.5);
       expect((await ask(acct.key, 't/quick', 200)).status).toBe(200); // the key's running hold is gone
       clock.advance(WINDOW);
-      expect((await gw.admin.getAccount(acct.id)).in_flight.held).toBe(0);
+      expect((await gw.admin.getAccount(acct.id)).in_flight!.held).toBe(0);
       streaming.release();
     });
   });

@@ -67,7 +67,7 @@ describe('a stream whose head fails to be written', () => {
     // Money: holds released, nothing charged (nothing was delivered).
     const account = await gw.admin.getAccount(acct.id);
     expect(account.total_usage).toBe(0);
-    expect(account.in_flight.held).toBe(0);
+    expect(account.in_flight!.held).toBe(0);
     expect(upstreamClosed, 'the upstream stream was cancelled').toBe(true);
     // No head went out: the client gets the error answer (a 500: the gateway's own failure).
     expect(outcome).toBe('answered 500');

@@ -72,7 +72,9 @@ export class AdminService {
     }
     const account = await this.ledger.addCredits(id, amount, input.kind, this.clock.now());
     if (!account) throw notFound(`no account with id "${id}"`);
-    return this.view(account);
+    // The credit is recorded: the answer says so even when the limits store cannot tell where the
+    // account stands against its budget now (a 503 "retry" would have the operator add it twice).
+    return this.view(account).catch(() => ({ ...accountView(account), in_flight: null }));
   }
 
   /** A new key (an inference key, or a management key with `management: true`); its secret is shown once, here. */

@@ -26,11 +26,14 @@ export const accountCoreSchema = z.object({
 /** An account as the admin API answers it: CONTRACT §4's Account, and where it stands against its in-flight budget. */
 export const accountSchema = accountCoreSchema
   .extend({
-    in_flight: z.object({
-      subject: z.boolean().meta({ description: 'Whether the in-flight spending budget applies to the account now' }),
-      budget: credits,
-      held: credits.meta({ description: 'Credits held by running requests and ones still settling' }),
-    }),
+    in_flight: z
+      .object({
+        subject: z.boolean().meta({ description: 'Whether the in-flight spending budget applies to the account now' }),
+        budget: credits,
+        held: credits.meta({ description: 'Credits held by running requests and ones still settling' }),
+      })
+      .nullable()
+      .meta({ description: 'null only in the answer to credits added while the limits store (Redis) did not answer: the credit is recorded' }),
   })
   .meta({ id: 'Account', description: 'An account, with where it stands against its in-flight spending budget' });
 

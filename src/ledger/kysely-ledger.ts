@@ -756,10 +756,20 @@ export class KyselyLedger implements Ledger {
       // batch is left whole: an append that throws has it queued again, all of it.
       const taken = batch.length > room ? batch.slice(0, room) : batch;
       const over = batch.length > room ? batch.slice(room) : [];
-      // Durable in one append (a failure keeps the batch queued whole: the journal's disk is failing);
-      // into the tables in bulk soon after (applyJournaled).
+      // Durable in one append; into the tables in bulk soon after (applyJournaled).
       const charges = taken.map((q) => q.charge);
-      const entry = new JournalEntry(charges, this.journal.append(charges));
+      let appended: JournalEntry['segment'];
+      try {
+        appended = this.journal.append(charges);
+      } catch (err) {
+        // The journal cannot be written (its disk or folder is failing) but the database may be: the
+        // batch goes to the tables at once, durable there, as on a ledger without a journal. (Kept in
+        // memory until the journal takes it again, its answers would go after durable_wait_ms with
+        // their charges in memory only: a kill then lost them.) A database failing too keeps it queued.
+        this.options.onJournalProblem?.(err);
+        return this.writeToTables(batch, (ids) => this.options.onGroupCommit?.(ids));
+      }
+      const entry = new JournalEntry(charges, appended);
       this.tell(() => this.options.onGroupCommit?.(charges.map((c) => c.id)));
       for (const q of taken) {
         const pending = this.pendingCharges.get(q.charge.id);
