@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument } from 'yaml';
+import { inexactNumbers } from './decimal-text.js';
 import type { z } from 'zod';
 import { configSchema, type Config } from './schema.js';
 import { embeddedConfig } from './defaults.js';
@@ -77,9 +78,20 @@ export function loadConfig(file: string | undefined, env: Env = process.env): Co
   } catch (err) {
     throw new ConfigError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
+  const doc = parseDocument(text);
+  const yamlError = doc.errors[0];
+  if (yamlError) throw new ConfigError(`config file ${file} is not valid YAML: ${yamlError.message}`);
+  // A number written with more digits than a number holds would be read as another number.
+  const inexact = inexactNumbers(doc);
+  if (inexact.length > 0) {
+    const lines = inexact.map(
+      ({ path, written }) => `  - ${path}: ${written} has more digits than a number holds; write it in quotes ("${written}") where text is taken (prices)`,
+    );
+    throw new ConfigError(`invalid config file ${file}:\n${lines.join('\n')}`);
+  }
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = doc.toJS();
   } catch (err) {
     throw new ConfigError(`config file ${file} is not valid YAML: ${(err as Error).message}`);
   }

@@ -1,9 +1,16 @@
 import { z } from 'zod';
+import { decimalsOf, decimalText } from './decimal-text.js';
 
-/** A decimal price in credits per unit, as OpenRouter lists them ("0.000001"). */
+/** An amount of credits in the config: credits are counted in nanocredits, so at most 9 decimals. */
+const credits = z
+  .number()
+  .nonnegative()
+  .refine((v) => decimalsOf(v) <= 9, 'must have at most 9 decimals (credits are counted in nanocredits)');
+
+/** A decimal price in credits per unit, as OpenRouter lists them ("0.000001"); a YAML number is taken in its plain digits. */
 const price = z
   .union([z.string(), z.number()])
-  .transform((v) => String(v))
+  .transform((v) => (typeof v === 'number' ? decimalText(v) : v))
   .refine((v) => /^\d+(\.\d{1,15})?$/.test(v), {
     message: 'must be a non-negative decimal with at most 15 decimals, e.g. "0.000001"',
   });
@@ -31,7 +38,7 @@ const newerAccounts = z
   .object({
     only: z.boolean().default(false),
     max_age_days: z.number().nonnegative().default(30),
-    min_spend: z.number().nonnegative().default(5),
+    min_spend: credits.default(5),
   })
   .strict();
 
@@ -73,8 +80,8 @@ const modelPartTokens = z.object(partTokensShape).partial().strict();
 const inFlight = z
   .object({
     fraction: z.number().min(0).max(1).default(0.5),
-    ceiling: z.number().nonnegative().default(50),
-    balance_threshold: z.number().nonnegative().default(100),
+    ceiling: credits.default(50),
+    balance_threshold: credits.default(100),
     newer_accounts: newerAccounts.default({ only: false, max_age_days: 30, min_spend: 5 }),
     settlement_window_ms: z.number().int().nonnegative().default(60000),
     default_max_tokens: z.number().int().positive().default(4096),
@@ -88,8 +95,8 @@ const freeModels = z
     per_minute: z.number().int().nonnegative().default(20),
     per_day_low: z.number().int().nonnegative().default(50),
     per_day_high: z.number().int().nonnegative().default(1000),
-    tier_threshold: z.number().nonnegative().default(10),
-    free_tier_threshold: z.number().nonnegative().default(10),
+    tier_threshold: credits.default(10),
+    free_tier_threshold: credits.default(10),
   })
   .strict();
 
@@ -247,7 +254,7 @@ const alerts = z
   .object({
     webhooks: z.array(webhook).default([]),
     /** balance_low is sent when an account's balance falls below this many credits. */
-    balance_below: z.number().nonnegative().max(1_000_000_000).default(1),
+    balance_below: credits.max(1_000_000_000).default(1),
     /** How long one delivery attempt may take before it counts as failed (and is retried). */
     timeout_ms: z.number().int().positive().max(60_000).default(5000),
   })
