@@ -11,6 +11,9 @@ export async function bootstrapDemo(gw: Gateway, print: (line: string) => void):
   const base = gw.url ?? `http://${gw.config.listen.host}:${gw.config.listen.port}`;
   if (existing) {
     print(`demo account: ${existing} (its key was printed on first start; make another with: node dist/cli.js keys create ${existing})`);
+    // A token is generated on the start that finds none (TOLLGATE_ADMIN_TOKEN set before, unset now):
+    // the one that worked before no longer does, so this one is shown.
+    if (gw.generatedAdminToken) print(`admin token (shown once): ${gw.adminToken}`);
     return;
   }
   const account = await gw.admin.createAccount({ name: 'demo', type: 'prepaid' });

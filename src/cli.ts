@@ -82,23 +82,33 @@ program
       fail(err);
     }
     out(`tollgate listening on ${gw.url}`);
-    if (!opts.config) await bootstrapDemo(gw, out);
-    else if (gw.generatedAdminToken) out(`admin token (shown once): ${gw.adminToken}`);
+    // The signals are handled from here on: a stop during the first start's demo account waits for it
+    // (made and stored whole, so that the next start does not make another), then drains as always.
+    let booted: Promise<void> = Promise.resolve();
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
       out(`${signal}: finishing running requests and settling charges`);
-      gw.close().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          process.stderr.write(`tollgate: shutdown failed: ${(err as Error).message}\n`);
-          process.exit(1);
-        },
-      );
+      booted
+        .catch(() => undefined)
+        .then(() => gw.close())
+        .then(
+          () => process.exit(0),
+          (err: unknown) => {
+            process.stderr.write(`tollgate: shutdown failed: ${(err as Error).message}\n`);
+            process.exit(1);
+          },
+        );
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
+    if (!opts.config) {
+      booted = bootstrapDemo(gw, out);
+      await booted.catch((err: unknown) => {
+        if (!stopping) fail(err);
+      });
+    } else if (gw.generatedAdminToken) out(`admin token (shown once): ${gw.adminToken}`);
   });
 
 const configOpt = ['-c, --config <file>', 'YAML config file (default: embedded)'] as const;

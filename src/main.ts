@@ -23,7 +23,7 @@ import { buildApp } from './http/app.js';
 import { Inflight } from './http/inflight.js';
 import { CachedAccounts } from './ledger/cached-accounts.js';
 import { CachedKeys } from './ledger/cached-keys.js';
-import { openDatabase } from './ledger/database.js';
+import { openDatabase, servingFrom } from './ledger/database.js';
 import { startWalCheckpointer } from './ledger/wal-checkpointer.js';
 import { settledWithin } from './settled-within.js';
 import { KyselyLedger } from './ledger/kysely-ledger.js';
@@ -213,6 +213,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   );
   const adminToken = config.admin_token ? { value: config.admin_token, created: false } : await ledger.settingOrCreate('admin_token', generateAdminToken);
   const secretsKey = config.secrets_key ? { value: config.secrets_key, created: false } : await ledger.settingOrCreate('secrets_key', SecretBox.generateKey);
+  servingFrom(db);
   if (!config.secrets_key) {
     logger.warn('secrets_key is not set: BYOK provider keys are encrypted with a key kept in the database; set secrets_key to keep them apart');
   }

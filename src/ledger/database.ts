@@ -66,6 +66,21 @@ export function sqliteHandleOf(db: Kysely<Database>): BetterSqlite3.Database | u
 }
 
 /**
+ * How long a SQLite statement waits for another connection's write lock (an operator's sqlite3 shell
+ * inside BEGIN, a CLI verb, another process's commit). better-sqlite3 waits on the thread that runs
+ * it: a gateway's event loop answers nothing meanwhile, not even /health or a running stream. While
+ * starting, nothing is served yet and a start outlasts a short lock; once serving, a write waits a
+ * moment and then fails as `ledger_unavailable` (a group commit keeps its charges, durable in the
+ * journal, and tries again a second later; an admin write is a 503 with Retry-After).
+ */
+export const SQLITE_BUSY_MS = { starting: 5000, serving: 50 } as const;
+
+/** From here on `db` serves requests: on SQLite, a write lock held elsewhere is waited for only briefly (SQLITE_BUSY_MS). */
+export function servingFrom(db: Kysely<Database>): void {
+  sqliteHandleOf(db)?.pragma(`busy_timeout = ${SQLITE_BUSY_MS.serving}`);
+}
+
+/**
  * How long the ledger waits on PostgreSQL (CONTRACT §8: nothing waits on it past 5 s). A read also has
  * a deadline of its own in KyselyLedger, for a server that does not answer at all.
  */
@@ -92,7 +107,7 @@ export function openDatabase(url: string, options: { readOnly?: boolean } = {}):
     if (!readOnly) sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
-    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_MS.starting}`);
     sqlite.defaultSafeIntegers(true);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     sqliteHandles.set(db, sqlite);

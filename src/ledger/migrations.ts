@@ -1,5 +1,7 @@
 import { Migrator, PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
+import BetterSqlite3 from 'better-sqlite3';
+import { sqliteHandleOf } from './database.js';
 
 /**
  * Migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL.
@@ -228,7 +230,7 @@ const provider: MigrationProvider = { getMigrations: async () => migrations };
  * do: see database.ts): a migration, or the wait for another process's, may take longer than one.
  */
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return migrate(db);
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return migrateSqlite(db);
   await db.connection().execute(async (session) => {
     await sql`SET statement_timeout = 0`.execute(session);
     try {
@@ -237,6 +239,46 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
       await sql`RESET statement_timeout`.execute(session).catch(() => undefined);
     }
   });
+}
+
+/**
+ * SQLite: processes starting at once on one file take turns (Kysely takes no lock of its own on
+ * SQLite, and two of them ran the same migrations: "table accounts already exists"). The turn is an
+ * exclusive lock on a file of its own beside the database, held while the migrations run: the database
+ * itself cannot be locked so (a migration takes its own transactions), and the system drops a lock
+ * whose process died, so a start killed midway holds no one up. One that finds the lock taken waits
+ * for it (up to a minute), then finds the schema up to date.
+ */
+async function migrateSqlite(db: Kysely<Database>): Promise<void> {
+  const handle = sqliteHandleOf(db);
+  if (!handle || handle.memory || handle.readonly) return migrate(db);
+  const turn = new BetterSqlite3(`${handle.name}-migrations.lock`);
+  try {
+    turn.pragma('busy_timeout = 0');
+    await takeTurn(turn);
+    await migrate(db);
+  } finally {
+    if (turn.inTransaction) turn.exec('ROLLBACK');
+    turn.close();
+  }
+}
+
+/** How long a start waits for another's migrations, and how often it looks. */
+const MIGRATION_TURN_WAIT_MS = 60_000;
+const MIGRATION_TURN_POLL_MS = 50;
+
+/** The exclusive lock on `turn`, waited for without blocking the event loop (another start in this process may hold it). */
+async function takeTurn(turn: BetterSqlite3.Database): Promise<void> {
+  const until = Date.now() + MIGRATION_TURN_WAIT_MS;
+  for (;;) {
+    try {
+      turn.exec('BEGIN EXCLUSIVE');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= until) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, MIGRATION_TURN_POLL_MS));
+  }
 }
 
 async function migrate(db: Kysely<Database>): Promise<void> {
