@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { mayNamePrototypeKeys } from './prototype-keys.js';
+import { RequestIds } from './request-ids.js';
 import { STATUS_CODES } from 'node:http';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -29,6 +30,7 @@ const nulInUrl = () => new GatewayError('invalid_request', 'the URL holds a NUL 
 
 /** The HTTP app: the only code that knows the web framework. */
 export function buildApp(deps: AppDeps): FastifyInstance {
+  const requestIds = new RequestIds();
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     // No child logger a request (pino's child() is a measurable share of a request's CPU): the access
@@ -38,7 +40,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     requestIdHeader: false,
     genReqId: (req) => {
       const sent = req.headers['x-request-id'];
-      return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : `req-${randomUUID()}`;
+      return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : requestIds.next();
     },
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: Math.floor(deps.config.listen.body_limit_mb * 1024 * 1024),
@@ -56,7 +58,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         const body = JSON.stringify(e.body);
         socket.write(
           `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-            `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: req-${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+            `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestIds.next()}\r\nConnection: close\r\n\r\n${body}`,
         );
       }
       socket.destroy(err);
@@ -83,7 +85,17 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const parse: Parameters<typeof app.addContentTypeParser>[2] = (req, body, done) => {
     if (body === '' || body === undefined) return done(null, undefined);
     // The text as the client wrote it, without a byte-order mark (the parser drops one too).
-    req.rawBody = (body as string).charCodeAt(0) === 0xfeff ? (body as string).slice(1) : (body as string);
+    const text = (body as string).charCodeAt(0) === 0xfeff ? (body as string).slice(1) : (body as string);
+    req.rawBody = text;
+    if (!mayNamePrototypeKeys(text)) {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        return json(req, body as string, done); // its error, as for any malformed body
+      }
+      return done(null, value);
+    }
     json(req, body as string, done);
   };
   app.removeContentTypeParser(['text/plain', 'application/json']);
