@@ -213,7 +213,6 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   );
   const adminToken = config.admin_token ? { value: config.admin_token, created: false } : await ledger.settingOrCreate('admin_token', generateAdminToken);
   const secretsKey = config.secrets_key ? { value: config.secrets_key, created: false } : await ledger.settingOrCreate('secrets_key', SecretBox.generateKey);
-  servingFrom(db);
   if (!config.secrets_key) {
     logger.warn('secrets_key is not set: BYOK provider keys are encrypted with a key kept in the database; set secrets_key to keep them apart');
   }
@@ -349,6 +348,9 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
 
   let url: string | undefined;
   if (options.listen !== false) {
+    // Requests may come from here on. A gateway built without listening (the CLI's verbs) serves none,
+    // and its writes wait out another's lock as its start did.
+    servingFrom(db);
     await app.listen({ host: config.listen.host, port: config.listen.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.listen.port;

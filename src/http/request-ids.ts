@@ -17,7 +17,7 @@ export class RequestIds {
 
   next(): string {
     this.count++;
-    // 12 hex digits: 2^48 requests before the count wraps (and then a new prefix would be drawn).
+    // 12 hex digits: the count would wrap past 2^48 requests (nine years at a million a second).
     if (this.count > 0xffffffffffff) this.count = 1;
     return this.prefix + this.count.toString(16).padStart(12, '0');
   }

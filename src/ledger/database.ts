@@ -69,9 +69,10 @@ export function sqliteHandleOf(db: Kysely<Database>): BetterSqlite3.Database | u
  * How long a SQLite statement waits for another connection's write lock (an operator's sqlite3 shell
  * inside BEGIN, a CLI verb, another process's commit). better-sqlite3 waits on the thread that runs
  * it: a gateway's event loop answers nothing meanwhile, not even /health or a running stream. While
- * starting, nothing is served yet and a start outlasts a short lock; once serving, a write waits a
- * moment and then fails as `ledger_unavailable` (a group commit keeps its charges, durable in the
- * journal, and tries again a second later; an admin write is a 503 with Retry-After).
+ * starting, and in a CLI verb (which serves nothing), a write outlasts a short lock; once the gateway
+ * listens, a write waits a moment and then fails as `ledger_unavailable` (a group commit keeps its
+ * charges, durable in the journal, and tries again a second later; an admin write is a 503 with
+ * Retry-After).
  */
 export const SQLITE_BUSY_MS = { starting: 5000, serving: 50 } as const;
 

@@ -1,5 +1,6 @@
 import { Migrator, PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
+import { closeSync, fchmodSync, fchownSync, openSync, statSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { sqliteHandleOf } from './database.js';
 
@@ -252,7 +253,7 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
 async function migrateSqlite(db: Kysely<Database>): Promise<void> {
   const handle = sqliteHandleOf(db);
   if (!handle || handle.memory || handle.readonly) return migrate(db);
-  const turn = new BetterSqlite3(`${handle.name}-migrations.lock`);
+  const turn = new BetterSqlite3(turnFile(handle.name));
   try {
     turn.pragma('busy_timeout = 0');
     await takeTurn(turn);
@@ -261,6 +262,36 @@ async function migrateSqlite(db: Kysely<Database>): Promise<void> {
     if (turn.inTransaction) turn.exec('ROLLBACK');
     turn.close();
   }
+}
+
+/**
+ * The lock file's path, the file made as SQLite makes a database's -wal and -shm files: with the
+ * database's mode and, when root makes it (a CLI verb run with sudo), the database's owner. One that
+ * this user cannot write is refused, naming it: SQLite would open it read-only without a word, and
+ * there BEGIN EXCLUSIVE succeeds while excluding no one (two starts at once ran the same migrations).
+ */
+function turnFile(databasePath: string): string {
+  const path = `${databasePath}-migrations.lock`;
+  const database = statSync(databasePath);
+  let fd: number;
+  try {
+    fd = openSync(path, 'a', database.mode & 0o777);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM') throw err;
+    throw new Error(`the migrations lock ${path} cannot be written by this user (another user made it): remove it, or start as that user`, {
+      cause: err,
+    });
+  }
+  try {
+    if (process.getuid?.() === 0) fchownSync(fd, database.uid, database.gid);
+    fchmodSync(fd, database.mode & 0o777);
+  } catch {
+    // Not its owner: it was made by a user this one can write for (its mode says so), and stays as it is.
+  } finally {
+    closeSync(fd);
+  }
+  return path;
 }
 
 /** How long a start waits for another's migrations, and how often it looks. */
