@@ -105,10 +105,12 @@ export function openDatabase(url: string, options: { readOnly?: boolean } = {}):
     const readOnly = options.readOnly === true && !memory;
     if (!memory && !readOnly) mkdirSync(dirname(path), { recursive: true });
     const sqlite = new BetterSqlite3(memory ? ':memory:' : path, readOnly ? { readonly: true, fileMustExist: true } : {});
+    // The busy timeout first: switching a new file to WAL takes its lock, and another process opening
+    // the same new file at once (two starts on a fresh data folder) holds it for a moment.
+    sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_MS.starting}`);
     if (!readOnly) sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
-    sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_MS.starting}`);
     sqlite.defaultSafeIntegers(true);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     sqliteHandles.set(db, sqlite);
