@@ -1,23 +1,16 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../src/clock.js';
-import { ADMIN_TOKEN, startTestGateway } from './helpers/gateway.js';
+import { ADMIN_TOKEN } from './helpers/gateway.js';
+import { gatewayOnSqliteFile, whileWriteLocked } from './helpers/sqlite-lock.js';
 
 describe('admin writes while another connection holds the write lock', () => {
   it('each is a 503 ledger_unavailable with Retry-After, and the handle is usable afterwards', { timeout: 60_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tg-admin-busy-'));
-    const db = join(dir, 'ledger.db');
-    const gw = await startTestGateway({ database_url: `sqlite:${db}` }, new ManualClock(Date.now()));
+    const { gw, path: db } = await gatewayOnSqliteFile();
     try {
       const acct = await gw.account(10);
       const admin = (path: string, init: { method?: string; body?: unknown } = {}) => gw.fetch(`/api/v1/admin${path}`, { ...init, token: ADMIN_TOKEN });
-      const other = new BetterSqlite3(db);
-      other.exec('BEGIN IMMEDIATE');
       const answers: Array<{ what: string; status: number; retry: string | null; body: string }> = [];
-      try {
+      await whileWriteLocked(db, async () => {
         const calls: Array<[string, () => Promise<Response>]> = [
           ['credits', () => admin(`/accounts/${acct.id}/credits`, { method: 'POST', body: { amount: 1 } })],
           ['create account', () => admin('/accounts', { method: 'POST', body: { name: 'x' } })],
@@ -30,10 +23,7 @@ describe('admin writes while another connection holds the write lock', () => {
           const r = await call();
           answers.push({ what, status: r.status, retry: r.headers.get('retry-after'), body: await r.text() });
         }
-      } finally {
-        other.exec('ROLLBACK');
-        other.close();
-      }
+      });
       for (const a of answers) {
         expect(a.status, JSON.stringify(a)).toBe(503);
         expect(a.retry, JSON.stringify(a)).not.toBeNull();

@@ -1,29 +1,18 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { startGateway } from '../src/main.js';
 import { createLogger } from '../src/observability/logger.js';
 import { LogCapture } from './helpers/gateway.js';
+import { lockedByAnotherProcess } from './helpers/sqlite-lock.js';
 
 // A CLI verb (withGateway in cli.ts) is startGateway({ listen: false }) and one admin call. It serves
 // nothing, so its write waits for a lock held elsewhere as its start does (5 s), not the 50 ms of a
 // listening gateway: `tollgate credits add` from a billing script meeting a 300 ms write lock (another
 // process's long transaction, an operator's sqlite3 shell) failed with "the ledger (database) does not
 // answer" (exit 2) instead of waiting for it.
-function holdWriteLock(path: string, ms: number): Promise<{ released: Promise<void> }> {
-  const code = `const D = require('better-sqlite3'); const d = new D(process.argv[1]); d.exec('BEGIN IMMEDIATE');
-    process.stdout.write('locked\\n'); setTimeout(() => { d.exec('ROLLBACK'); d.close(); }, ${ms});`;
-  const child = spawn(process.execPath, ['-e', code, path], { env: { ...process.env, NODE_PATH: resolve('node_modules') } });
-  const released = new Promise<void>((done) => child.on('close', () => done()));
-  return new Promise((ok, fail) => {
-    child.stdout.once('data', () => ok({ released }));
-    child.once('error', fail);
-  });
-}
-
 describe('a CLI verb meeting a write lock held elsewhere', () => {
   it('waits for a 300 ms lock as its start does (not 50 ms, as a serving gateway)', { timeout: 60_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tg-cli-busy-'));
@@ -43,7 +32,7 @@ describe('a CLI verb meeting a write lock held elsewhere', () => {
     const gw = await startGateway(config, { listen: false, logger: createLogger('error', new LogCapture()) });
     let outcome = 'credited';
     try {
-      const { released } = await holdWriteLock(path, 300);
+      const { released } = await lockedByAnotherProcess(path, 300);
       try {
         await gw.admin.addCredits(account.id, { amount: 5 });
       } catch (err) {

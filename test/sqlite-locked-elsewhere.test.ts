@@ -1,10 +1,5 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../src/clock.js';
-import { startTestGateway } from './helpers/gateway.js';
+import { gatewayOnSqliteFile, whileWriteLocked } from './helpers/sqlite-lock.js';
 
 // The SQLite ledger's file is write-locked by another connection for a while (an operator's sqlite3
 // shell inside BEGIN, a maintenance script, a second process's long transaction). Charges keep going
@@ -14,23 +9,17 @@ import { startTestGateway } from './helpers/gateway.js';
 // answers)"), not any request, not a running stream. Serving, a write waits SQLITE_BUSY_MS.serving.
 describe('SQLite: the database file write-locked by another connection', () => {
   it('the gateway keeps answering /health within a second', { timeout: 60_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'review26b-locked-'));
-    const db = join(dir, 'ledger.db');
-    const gw = await startTestGateway({ database_url: `sqlite:${db}` }, new ManualClock(Date.now()));
+    const { gw, path } = await gatewayOnSqliteFile();
     try {
       const acct = await gw.account(10);
-      const other = new BetterSqlite3(db);
-      other.exec('BEGIN IMMEDIATE');
       const slowest: Array<{ what: string; ms: number }> = [];
-      let cost = 0;
-      try {
+      const cost = await whileWriteLocked(path, async () => {
         // One paid request: its charge is journaled, and applying it to the tables meets the lock.
         const r = await gw.fetch('/api/v1/chat/completions', {
           token: acct.key,
           body: { model: 'demo/echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
         });
         const answer = (await r.json()) as { usage: { cost: number } };
-        cost = answer.usage.cost;
         const until = Date.now() + 3_000;
         while (Date.now() < until) {
           const s = Date.now();
@@ -38,10 +27,8 @@ describe('SQLite: the database file write-locked by another connection', () => {
           await h.text();
           slowest.push({ what: `/health ${h.status}`, ms: Date.now() - s });
         }
-      } finally {
-        other.exec('ROLLBACK');
-        other.close();
-      }
+        return answer.usage.cost;
+      });
       const worst = slowest.reduce((a, b) => (b.ms > a.ms ? b : a));
       expect(worst.ms, JSON.stringify(worst)).toBeLessThan(1_000);
       // Once the lock is gone the charge reaches the tables (its retry comes within a second), once.
