@@ -42,6 +42,7 @@ function parsed(text: string) {
   return {
     relayed: relayedChunkText(event, served, head),
     delivered: deliveredOf(event.delivered),
+    choice: event.choice,
     output: event.output,
     usage: event.usage,
     finish: event.finishReason,
@@ -68,6 +69,7 @@ describe('plain chunks (relayed without parsing)', () => {
       expect(relayedChunkText(plain, served, head)).toBe(slow.relayed);
       expect(JSON.parse(relayedChunkText(plain, served, head) as string)).toEqual(JSON.parse(slow.relayed as string));
       expect(plain.delivered).toBe(slow.delivered);
+      expect(plain.choice).toBe(slow.choice);
       expect(plain.output).toBe(slow.output);
       expect(slow.usage).toBeUndefined();
       expect(slow.finish).toBeUndefined();
@@ -86,16 +88,19 @@ describe('plain chunks (relayed without parsing)', () => {
       (a) => `{"content":null,"reasoning_content":${str(a)}}`,
       () => '{}',
     ];
-    const chunk = (d: string) =>
-      `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${d},"finish_reason":null}]}`;
+    // Any choice's delta: an `n` > 1 stream's chunks each carry one of its answers, counted apart.
+    const chunk = (d: string, index: number) =>
+      `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":${index},"delta":${d},"finish_reason":null}]}`;
     fc.assert(
-      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.nat(deltas.length - 1), (a, b, which) => {
-        const text = chunk((deltas[which] as (a: string, b: string) => string)(a, b));
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.nat(deltas.length - 1), fc.nat(999_999_999), (a, b, which, index) => {
+        const text = chunk((deltas[which] as (a: string, b: string) => string)(a, b), index);
         const plain = plainStreamEvent(text);
         expect(plain).toBeDefined();
         const slow = parsed(text);
         expect(relayedChunkText(plain!, served, head)).toBe(slow.relayed);
         expect(plain!.delivered).toBe(slow.delivered);
+        expect(plain!.choice).toBe(index);
+        expect(slow.choice).toBe(slow.delivered === '' ? 0 : index);
         expect(plain!.output).toBe(slow.output);
       }),
       { numRuns: 400 },

@@ -13,7 +13,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { searchResultsTokenBound, withSearchResults, type WebSearch } from '../plugins/web-search.js';
 import { finishReasonOf } from '../providers/stream-event.js';
-import { answerTexts, deliveredOf, type DeliveredBody } from '../providers/delivered-text.js';
+import { answerTexts, DeliveredChoices } from '../providers/delivered-text.js';
 import { ProviderError, type ChatBody, type Chunk, type ProviderAdapter, type ProviderFailure, type UpstreamBody } from '../providers/provider.js';
 import { isJsonObject } from '../json-object.js';
 import type { Catalog, CatalogModel } from '../routing/catalog.js';
@@ -365,8 +365,8 @@ export class ChatService {
     const { routed, settlement, served } = started;
     if (routed.answer.kind !== 'stream') throw new GatewayError('internal', 'expected a stream');
     const head = chunkHead(served);
-    // What the stream delivered (a JSON string's body, in bytes): read only if it has to be counted.
-    let delivered = NO_BYTES as DeliveredBody;
+    // What the stream delivered to each choice (JSON strings' bodies, in bytes): read only if it has to be counted.
+    const delivered = new DeliveredChoices();
     let upstreamUsage: TokenUsage | undefined;
     let upstreamUsageRaw: unknown;
     let finish: string | null = null;
@@ -375,7 +375,7 @@ export class ChatService {
     let lastRead = NO_BYTES;
     let underWay = false;
     // A stream that did not reach its end is charged for everything it delivered (CONTRACT §7).
-    const finalUsage = (endedNormally: boolean) => this.billed(started, upstreamUsage, () => deliveredOf(delivered), endedNormally);
+    const finalUsage = (endedNormally: boolean) => this.billed(started, upstreamUsage, () => delivered.texts(), endedNormally);
     const settle = (cancelled: boolean, billed = finalUsage(false)) => {
       this.deps.metrics.upstreamDuration(served.provider, (this.deps.clock.now() - routed.sentAt) / 1000);
       return settlement.settle({
@@ -393,7 +393,7 @@ export class ChatService {
       for await (const batch of routed.answer.events) {
         // What the batch delivers counts once it is written: after the yield, when the consumer resumes.
         let out = NO_BYTES;
-        let batchDelivered = NO_BYTES as DeliveredBody;
+        const batchDelivered = new DeliveredChoices();
         let batchFinish: string | null = finish;
         let batchUsage: TokenUsage | undefined = upstreamUsage;
         let batchUsageRaw: unknown = upstreamUsageRaw;
@@ -404,7 +404,7 @@ export class ChatService {
           }
           const relayed = relayedEvent(event, served, head);
           if (relayed === undefined) continue;
-          batchDelivered = (batchDelivered + event.delivered) as DeliveredBody;
+          batchDelivered.add(event);
           batchFinish = event.finishReason ?? batchFinish;
           out = (out + relayed) as Utf8Bytes;
         }
@@ -420,7 +420,7 @@ export class ChatService {
           // generator here (return()), and so is not counted.
           reply = yield text;
         }
-        delivered = (delivered + batchDelivered) as DeliveredBody;
+        delivered.addAll(batchDelivered);
         finish = batchFinish;
         upstreamUsage = batchUsage;
         upstreamUsageRaw = batchUsageRaw;

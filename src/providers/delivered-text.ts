@@ -22,12 +22,76 @@ export function deliveredOf(body: DeliveredBody): string {
   return body.length === 0 ? '' : (JSON.parse(`"${utf8Text(body)}"`) as string);
 }
 
-/** Text a chunk delivered (content, reasoning, tool calls), for counting when no usage came or a stream was cut short. */
-export function deliveredText(chunk: Chunk): string {
+/**
+ * The index a chunk's choice names: which of an `n` > 1 stream's answers its delta adds to. One that
+ * names none a number could be (absent, negative, not a whole number) is taken for the first.
+ */
+export function choiceIndex(c: unknown): number {
+  const index = isJsonObject(c) ? c.index : undefined;
+  return typeof index === 'number' && Number.isSafeInteger(index) && index >= 0 ? index : 0;
+}
+
+/**
+ * Text a chunk delivered (content, reasoning, tool calls) to each choice, by the choice's index, for
+ * counting when no usage came or a stream was cut short. A choice that delivered nothing is left out.
+ */
+export function deliveredTexts(chunk: Chunk): Map<number, string> {
+  const texts = new Map<number, string>();
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-  let text = '';
-  for (const c of choices) text += choiceText(c, 'delta');
-  return text;
+  for (const c of choices) {
+    const text = choiceText(c, 'delta');
+    if (text.length === 0) continue;
+    const index = choiceIndex(c);
+    texts.set(index, (texts.get(index) ?? '') + text);
+  }
+  return texts;
+}
+
+/** What a stream event delivered: a text (a JSON string's body) to the choice of index `choice`. */
+export interface ChoiceDelivered {
+  delivered: DeliveredBody;
+  choice: number;
+  /** A chunk that delivered text to more than one choice: each one's, by index (`delivered` is then empty). */
+  deliveredByChoice: ReadonlyMap<number, DeliveredBody> | undefined;
+}
+
+/**
+ * What a stream delivered, a text a choice: each counted on its own, as a whole answer's choices are
+ * (answerTexts), so that an `n` > 1 stream, whose chunks interleave its answers, is charged what the
+ * same answers cost whole. The first choice's text is kept apart from any other's (most streams
+ * have no other).
+ */
+export class DeliveredChoices {
+  private first = '' as DeliveredBody;
+  private others: Map<number, DeliveredBody> | undefined;
+
+  /** Adds what an event delivered. */
+  add(event: ChoiceDelivered): void {
+    if (event.deliveredByChoice) for (const [choice, body] of event.deliveredByChoice) this.addTo(choice, body);
+    else if (event.delivered.length > 0) this.addTo(event.choice, event.delivered);
+  }
+
+  /** Adds what another holds (after this one's texts, choice by choice). */
+  addAll(other: DeliveredChoices): void {
+    if (other.first.length > 0) this.addTo(0, other.first);
+    if (other.others) for (const [choice, body] of other.others) this.addTo(choice, body);
+  }
+
+  /** Each choice's text (read: deliveredOf), in the order of their indexes. */
+  texts(): string[] {
+    const texts = [deliveredOf(this.first)];
+    if (this.others) for (const choice of [...this.others.keys()].sort((a, b) => a - b)) texts.push(deliveredOf(this.others.get(choice) as DeliveredBody));
+    return texts;
+  }
+
+  private addTo(choice: number, body: DeliveredBody): void {
+    if (choice === 0) {
+      this.first = (this.first + body) as DeliveredBody;
+      return;
+    }
+    const others = (this.others ??= new Map());
+    others.set(choice, ((others.get(choice) ?? '') + body) as DeliveredBody);
+  }
 }
 
 /**

@@ -23,6 +23,8 @@ export interface PlainChunk {
   delivered: DeliveredBody;
   /** Whether it carries output (non-empty content or reasoning). */
   output: boolean;
+  /** The index of its choice (an `n` > 1 stream's chunks each carry one of its answers). */
+  choice: number;
 }
 
 const STR = String.raw`"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`;
@@ -36,15 +38,16 @@ const DELTA_MEMBER = `(?:"role":"assistant"|"(?:content|reasoning|reasoning_cont
  * over its choices (DELTA_TEXT: ~13,000 instructions a stream of the bench's 22 chunks).
  */
 const DELTA = String.raw`(?:\{"content":(${STR})\}|\{(?:${DELTA_MEMBER}(?:,${DELTA_MEMBER})*)?\})`;
-const CHOICE = String.raw`\{"index":(?:0|[1-9]\d*),"delta":${DELTA}(?:,"logprobs":null)?,"finish_reason":null(?:,"logprobs":null)?\}`;
+const CHOICE = String.raw`\{"index":(0|[1-9]\d{0,8}),"delta":${DELTA}(?:,"logprobs":null)?,"finish_reason":null(?:,"logprobs":null)?\}`;
 const FINGERPRINT = `,"system_fingerprint":${STR_OR_NULL}`;
 
 /**
  * The members in the order OpenAI-compatible upstreams write them (OpenAI, DeepSeek, Groq, Mistral):
  * the upstream's own fields (HEAD), then (REST) the optional service tier and fingerprint, the
  * choices, then optionally usage (null), a fingerprint written after the choices, and OpenAI's
- * obfuscation padding. REST's groups: 1 service tier, 2 fingerprint before, 3 choices, 4 the content
- * of a content-only delta (in the choices), 5 fingerprint after, 6 obfuscation.
+ * obfuscation padding. REST's groups: 1 service tier, 2 fingerprint before, 3 choices, 4 the choice's
+ * index and 5 the content of a content-only delta (in the choices), 6 fingerprint after, 7 obfuscation.
+ * An index of ten digits or more is left to the parser.
  */
 const HEAD = String.raw`\{"id":${STR},"object":"chat\.completion\.chunk","created":${NUM},"model":${STR}`;
 const REST = `((?:,"service_tier":${STR_OR_NULL})?)(${FINGERPRINT})?,("choices":\\[${CHOICE}\\])(?:,"usage":null)?(${FINGERPRINT})?((?:,"obfuscation":${STR})?)\\}$`;
@@ -63,8 +66,8 @@ function stringBody(literal: string): DeliveredBody {
   return literal.slice(1, -1) as DeliveredBody;
 }
 
-function plain(members: string, delivered: DeliveredBody): PlainChunk {
-  return { members: (members.startsWith(',') ? members.slice(1) : members) as Utf8Bytes, delivered, output: delivered.length > 0 };
+function plain(members: string, delivered: DeliveredBody, choice: number): PlainChunk {
+  return { members: (members.startsWith(',') ? members.slice(1) : members) as Utf8Bytes, delivered, output: delivered.length > 0, choice };
 }
 
 /** The longer of two texts (by their length as text, as the parsing path compares them); `a` when as long. */
@@ -117,16 +120,18 @@ function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
   const tier = m[first] ?? '';
   const before = m[first + 1];
   const choices = m[first + 2] ?? '';
-  const onlyContent = m[first + 3];
-  const after = m[first + 4];
-  const obfuscation = m[first + 5] ?? '';
+  const index = m[first + 3];
+  const choice = index === undefined || index === '0' ? 0 : Number(index);
+  const onlyContent = m[first + 4];
+  const after = m[first + 5];
+  const obfuscation = m[first + 6] ?? '';
   // A fingerprint written twice is left to the parser (JSON.parse keeps the last of two keys).
   if (before !== undefined && after !== undefined) return undefined;
   const fingerprint = before ?? after;
   const keptFingerprint = fingerprint === undefined || fingerprint === FINGERPRINT_NULL ? '' : fingerprint;
   // In the order written: tier and a fingerprint before the choices, or the choices and a fingerprint after.
   const members = (before !== undefined ? `${tier}${keptFingerprint},${choices}` : `${tier},${choices}${keptFingerprint}`) + obfuscation;
-  if (onlyContent !== undefined) return plain(members, stringBody(onlyContent));
+  if (onlyContent !== undefined) return plain(members, stringBody(onlyContent), choice);
   // As JSON.parse would read the delta: the last of a key written twice.
   let content = '' as DeliveredBody;
   let reasoning = '' as DeliveredBody;
@@ -141,5 +146,5 @@ function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
     else if (key === 'reasoning') reasoning = value;
     else reasoningContent = value;
   }
-  return plain(members, (content + longerText(reasoning, reasoningContent)) as DeliveredBody);
+  return plain(members, (content + longerText(reasoning, reasoningContent)) as DeliveredBody, choice);
 }

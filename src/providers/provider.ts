@@ -80,6 +80,10 @@ interface StreamEventBase {
    * counted when no usage comes or a stream is cut short (read only then: delivered-text.ts).
    */
   delivered: DeliveredBody;
+  /** The index of the choice `delivered` went to: a chunk of an `n` > 1 stream carries one answer's delta, each counted on its own. */
+  choice: number;
+  /** A chunk that delivered text to several choices: each one's, by index (`delivered` is then empty). */
+  deliveredByChoice: ReadonlyMap<number, DeliveredBody> | undefined;
 }
 
 /** A chunk that was parsed, because the gateway must read more of it or may have to change it. */

@@ -1,4 +1,4 @@
-import { deliveredBody, deliveredText } from './delivered-text.js';
+import { deliveredBody, deliveredTexts, type ChoiceDelivered, type DeliveredBody } from './delivered-text.js';
 import type { PlainChunks } from './plain-chunk.js';
 import type { Chunk, ParsedStreamEvent, PlainStreamEvent } from './provider.js';
 import { usageOf } from './usage.js';
@@ -27,14 +27,28 @@ export function finishReasonOf(choices: unknown): string | undefined {
 
 /** One stream event of a parsed chunk: the chunk's text (its bytes) and what the gateway reads from it. */
 export function streamEvent(text: Utf8Bytes, chunk: Chunk): ParsedStreamEvent {
+  const d = choiceDelivered(deliveredTexts(chunk));
   return {
     text,
     chunk,
     usage: usageOf(chunk),
     finishReason: finishReasonOf(chunk.choices),
     output: carriesOutput(chunk.choices),
-    delivered: deliveredBody(deliveredText(chunk)),
+    delivered: d.delivered,
+    choice: d.choice,
+    deliveredByChoice: d.deliveredByChoice,
   };
+}
+
+const NOTHING: ChoiceDelivered = { delivered: '' as DeliveredBody, choice: 0, deliveredByChoice: undefined };
+
+/** What a chunk delivered, as an event carries it: to one choice (most chunks), or to each of several. */
+function choiceDelivered(texts: Map<number, string>): ChoiceDelivered {
+  if (texts.size === 0) return NOTHING;
+  if (texts.size === 1) for (const [choice, text] of texts) return { delivered: deliveredBody(text), choice, deliveredByChoice: undefined };
+  const byChoice = new Map<number, DeliveredBody>();
+  for (const [choice, text] of texts) byChoice.set(choice, deliveredBody(text));
+  return { delivered: '' as DeliveredBody, choice: 0, deliveredByChoice: byChoice };
 }
 
 /** The stream event of a chunk the gateway made itself (a whole answer replayed as a stream, the demo provider). */
@@ -45,5 +59,16 @@ export function chunkEvent(chunk: Chunk): ParsedStreamEvent {
 /** The event of a plain chunk (plain-chunk.ts) of the stream `chunks` reads, read without parsing it; undefined when the chunk must be parsed. */
 export function plainStreamEvent(text: Utf8Bytes, chunks: PlainChunks): PlainStreamEvent | undefined {
   const plain = chunks.read(text);
-  return plain && { text, plain: plain.members, usage: undefined, finishReason: undefined, output: plain.output, delivered: plain.delivered };
+  return (
+    plain && {
+      text,
+      plain: plain.members,
+      usage: undefined,
+      finishReason: undefined,
+      output: plain.output,
+      delivered: plain.delivered,
+      choice: plain.choice,
+      deliveredByChoice: undefined,
+    }
+  );
 }
