@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { sseBatches, type SseBatchesOptions } from '../src/providers/openai/sse-batches.js';
 import type { BodyReader, UpstreamBody } from '../src/providers/openai/upstream-response.js';
 import { utf8Text } from '../src/utf8-bytes.js';
@@ -165,5 +166,48 @@ describe('a batch says whether the stream ended with it (the relay then sends it
       [144, true],
     ]);
     expect(batches.flatMap((b) => b.events)).toEqual(Array.from({ length: 400 }, (_, i) => `e${i}`));
+  });
+});
+
+describe('line endings: LF, CR LF and a lone CR, wherever the reads split them', () => {
+  // An event of one or two data lines (two: joined with an LF, as the SSE spec reads them), its lines
+  // ended by any of the three, as some upstreams write them.
+  const endings = ['\n', '\r\n', '\r'];
+  const streamOf = (events: Array<[string[], number]>) =>
+    events.map(([lines, e]) => lines.map((l) => `data: ${l}${endings[e]}`).join('') + endings[e]).join('');
+
+  it('reads the same events from any stream cut into reads of any size as from the stream in one read', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.array(fc.stringMatching(/^[a-z{}":]{1,6}$/), { minLength: 1, maxLength: 2 }), fc.nat(2)), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 1, max: 9 }),
+        async (events, size) => {
+          const bytes = Buffer.from(streamOf(events), 'utf8');
+          const expected = events.map(([lines]) => lines.join('\n'));
+          expect(await eventsOf([bytes])).toEqual(expected);
+          expect(await eventsOf(cut(bytes, size))).toEqual(expected);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('ends at data: [DONE] ended by lone CRs while the body stays open (no wait for the body to end)', async () => {
+    const { reader, stream } = manualStream();
+    reader().data(Buffer.from('data: one\r\r'));
+    expect((await stream.next()).value).toEqual({ events: ['one'], last: false });
+    reader().data(Buffer.from('data: two\r\rdata: [DONE]\r\r'));
+    // The body has not ended (an upstream slow to close it): [DONE] ends the stream all the same.
+    expect((await stream.next()).value).toEqual({ events: ['two'], last: true });
+    expect((await stream.next()).done).toBe(true);
+  });
+
+  it('a CR LF split between two reads is one line ending, not a line and a blank line', async () => {
+    const { reader, stream } = manualStream();
+    reader().data(Buffer.from('data: a\r'));
+    reader().data(Buffer.from('\ndata: b\r'));
+    reader().data(Buffer.from('\n\r'));
+    reader().data(Buffer.from('\ndata: [DONE]\r\n\r\n'));
+    expect((await stream.next()).value).toEqual({ events: ['a\nb'], last: true });
   });
 });

@@ -3,10 +3,11 @@ import { ByteUpstream } from './helpers/byte-upstream.js';
 import { gatewayOn } from './helpers/gateway-on.js';
 import { contentOf, readSse } from './helpers/sse.js';
 
-// SSE allows a lone CR as a line ending. The parser holds back a CR that ends a read (it may be half of
-// a CR LF): when the body ends, that CR still ends the last line, so an upstream that ends its events
-// with "\r\r" and closes the body has its last event relayed and charged (its text, finish reason and
-// usage), not dropped.
+// SSE allows a lone CR as a line ending. A CR that ends a read may be half of a CR LF, and the parser
+// would hold it back to see: the reader ends that line at once (sse-batches.ts; its unit tests cover
+// a [DONE] ended so while the body stays open), so an upstream that ends its events with "\r\r" and
+// closes the body has its last event relayed and charged (its text, finish reason and usage), not
+// dropped.
 
 const chunk = (delta: Record<string, unknown>, finish: string | null, extra = '') =>
   `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${JSON.stringify(delta)},"finish_reason":${JSON.stringify(finish)}}]${extra}}`;

@@ -6,6 +6,9 @@ import { Utf8Reads, type Utf8Bytes } from '../../utf8-bytes.js';
 /** A byte-order mark's UTF-8 bytes. */
 const UTF8_BOM = '\xef\xbb\xbf';
 
+const CR = 13;
+const LF = 10;
+
 /** Reads queued ahead of the consumer (a slow client) before the upstream body is paused. */
 const READ_AHEAD = 256;
 
@@ -67,6 +70,12 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
   // structure is ASCII, and their bytes are relayed as they came, behind the gateway's own fields.
   const reads = new Utf8Reads();
   let started = false;
+  // A read that ends in CR: that CR ends its line whatever comes next (a lone CR is a line ending, and
+  // so is a CR LF), but the parser holds it back until it sees what follows, and an upstream that ends
+  // its lines with CR alone and keeps the body open after `data: [DONE]` would have the stream wait
+  // for the body's idle timeout. So the read is fed with an LF after it (CR LF: the line ending it is),
+  // and an LF that opens the next read, the other half of a CR LF split between reads, is dropped.
+  let lfGiven = false;
   const onData = (buf: Buffer) => {
     // Past [DONE]: whatever is left of the body is read and dropped.
     if (finished) return;
@@ -75,6 +84,14 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
       started = true;
       // A byte-order mark opening the stream is no part of it (as TextDecoder would drop it).
       if (text.startsWith(UTF8_BOM)) text = text.slice(UTF8_BOM.length) as Utf8Bytes;
+    }
+    if (lfGiven && text.length > 0) {
+      lfGiven = false;
+      if (text.charCodeAt(0) === LF) text = text.slice(1) as Utf8Bytes;
+    }
+    if (text.charCodeAt(text.length - 1) === CR) {
+      text = (text + '\n') as Utf8Bytes;
+      lfGiven = true;
     }
     const before = batch.length;
     parser.feed(text);
@@ -90,9 +107,8 @@ export function sseBatches<T>(body: UpstreamBody, options: SseBatchesOptions<T>)
   body.read({
     data: onData,
     end: () => {
-      // The body's end ends its last line: the parser holds back a closing CR in case an LF follows
-      // (a CR LF is one line ending), so a stream whose lines end in CR alone would lose its last
-      // event. An LF after it makes it the line ending it is; a line without one stays incomplete.
+      // The body's end ends the last event, as the blank line it may lack would (a read that ended in
+      // CR was fed with its line ending already: onData).
       if (!finished) parser.feed('\n');
       finish();
       notify();
