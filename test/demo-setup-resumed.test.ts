@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { bootstrapDemo } from '../src/bootstrap-demo.js';
+import { parseConfig } from '../src/config/load.js';
+import { embeddedConfig } from '../src/config/defaults.js';
+import { startGateway, type Gateway } from '../src/main.js';
+import { createLogger } from '../src/observability/logger.js';
+
+// `npm start` on a fresh data folder makes a demo account with 10 credits and a key, and prints the
+// key once. A setup cut short (the database locked by another process past the busy timeout, a
+// SIGTERM) used to leave the account half-made and the next start made a second one; it is now
+// finished by the next start: one demo account, its credits added once, and a key printed.
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const locked = () => new Error('database is locked'); // as better-sqlite3 says it past the busy timeout
+
+async function gatewayIn(dir: string): Promise<Gateway> {
+  const config = parseConfig(
+    { ...embeddedConfig, database_url: `sqlite:${join(dir, 'tollgate.db')}`, listen: { host: '127.0.0.1', port: 0 }, log_level: 'silent' },
+    { TOLLGATE_ADMIN_TOKEN: 'set-by-the-operator-0123456789' },
+  );
+  return startGateway(config, { listen: false, logger: createLogger('silent') });
+}
+
+/** The demo accounts of the folder, and what each holds. */
+async function demoAccounts(gw: Gateway) {
+  const { data } = (await gw.reports.accounts({ search: 'demo' })) as { data: Array<{ id: string; name: string }> };
+  return Promise.all(
+    data
+      .filter((a) => a.name === 'demo')
+      .map(async (a) => ({ balance: (await gw.admin.getAccount(a.id)).balance, keys: (await gw.admin.listKeys(a.id)).length })),
+  );
+}
+
+/** The key a start printed, if it printed one. */
+const printedKey = (lines: string[]) => lines.join('\n').match(/API key \(shown once\): (\S+)/)?.[1];
+
+describe('npm start: a demo setup cut short is finished by the next start', () => {
+  for (const step of ['addCredits', 'createKey'] as const) {
+    it(`cut short at ${step}: one demo account, 10 credits, a key printed that works`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tg-demo-resume-'));
+      dirs.push(dir);
+      const first = await gatewayIn(dir);
+      const cut = vi.spyOn(first.admin, step).mockRejectedValueOnce(locked());
+      const firstLines: string[] = [];
+      await expect(bootstrapDemo(first, (l) => firstLines.push(l))).rejects.toThrow(/locked/);
+      cut.mockRestore();
+      expect(printedKey(firstLines)).toBeUndefined();
+      await first.close();
+
+      const second = await gatewayIn(dir);
+      const lines: string[] = [];
+      await bootstrapDemo(second, (l) => lines.push(l));
+      const key = printedKey(lines);
+      expect(key).toBeDefined();
+      expect(await demoAccounts(second)).toEqual([{ balance: 10, keys: 1 }]);
+      const res = await second.app.inject({ method: 'GET', url: '/api/v1/key', headers: { authorization: `Bearer ${key}` } });
+      expect(res.statusCode).toBe(200);
+
+      // And the start after that one finds it made: nothing new, no key printed.
+      const after: string[] = [];
+      await bootstrapDemo(second, (l) => after.push(l));
+      expect(printedKey(after)).toBeUndefined();
+      expect(after.join('\n')).toMatch(/^demo account: /);
+      expect(await demoAccounts(second)).toEqual([{ balance: 10, keys: 1 }]);
+      await second.close();
+    });
+  }
+
+  it('a key made but never printed (the start stopped before printing) is followed by one that is', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-demo-resume-'));
+    dirs.push(dir);
+    const gw = await gatewayIn(dir);
+    let printed = 0;
+    await expect(
+      bootstrapDemo(gw, () => {
+        if (++printed === 2) throw locked(); // stopped while printing: the key line never went out
+      }),
+    ).rejects.toThrow(/locked/);
+    const lines: string[] = [];
+    await bootstrapDemo(gw, (l) => lines.push(l));
+    expect(printedKey(lines)).toBeDefined();
+    const [demo] = await demoAccounts(gw);
+    expect(demo).toEqual({ balance: 10, keys: 2 });
+    await gw.close();
+  });
+});
