@@ -28,7 +28,7 @@
 // postgres-redis's, whose leases go by Redis's clock; the table's `req/s seen` is the rate by that clock.
 // Instructions only: not the kernel's, nor what a cache miss costs; the full bench says what seconds cost.
 //
-//   node bench/instructions.mjs [--proxies bare,floor,tollgate] [--deployments sqlite,postgres-redis]
+//   node bench/instructions.mjs [--proxies bare,floor,floor-fastify,tollgate] [--deployments sqlite,postgres-redis]
 //                               [--modes json,sse] [--warmup 20000] [--requests 2000] [--rounds 5]
 //                               [--concurrency 16] [--time-scale 0.01] [--baseline DIR] [--dumps DIR [--jit-names]]
 //                               [--markdown]
@@ -42,7 +42,7 @@ import { nameJitCode } from './lib/jit-names.mjs';
 import { runLoad } from './lib/load.mjs';
 import { fmt, median, printMarkdown, printRows } from './lib/report.mjs';
 import { sharedStores, sharedStoresUnreachable } from './lib/stores.mjs';
-import { CLI, root, startBare, startFloor, startTollgate } from './lib/targets.mjs';
+import { CLI, root, startBare, startFloor, startFloorOnFastify, startTollgate } from './lib/targets.mjs';
 
 const opt = parseOptions('instructions', {
   proxies: { type: 'string', default: 'bare,floor,tollgate' },
@@ -77,7 +77,7 @@ const WARMUP = int('warmup', 0, 200_000);
 const REQUESTS = int('requests', 10, 100_000);
 const ROUNDS = int('rounds', 1, 20);
 const CONCURRENCY = int('concurrency', 1, 256);
-const PROXIES = listOf('proxies', ['bare', 'floor', 'tollgate']);
+const PROXIES = listOf('proxies', ['bare', 'floor', 'floor-fastify', 'tollgate']);
 const DEPLOYMENTS = listOf('deployments', ['sqlite', 'postgres-redis']);
 const MODES = listOf('modes', ['json', 'sse']);
 const TIME_SCALE = Number(opt['time-scale']);
@@ -188,6 +188,7 @@ try {
   const specs = [
     { id: 'bare', start: (o) => startBare(o) },
     ...(PROXIES.includes('floor') ? [{ id: 'floor', start: (o) => startFloor(o) }] : []),
+    ...(PROXIES.includes('floor-fastify') ? [{ id: 'floor-fastify', start: (o) => startFloorOnFastify(o) }] : []),
     ...(PROXIES.includes('tollgate')
       ? deployments.flatMap((deployment) =>
           [undefined, ...(baseline ? [baseline] : [])].map((build) => ({

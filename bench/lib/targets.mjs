@@ -91,6 +91,11 @@ export function startFloor(options) {
   return startNodeProxy({ ...options, id: 'floor', label: 'floor (parse + rewrite)', script: 'floor-proxy.mjs' });
 }
 
+/** The floor on Fastify, set up as Tollgate's app is (bench/floor-fastify.mjs): what the framework costs a request. */
+export function startFloorOnFastify(options) {
+  return startNodeProxy({ ...options, id: 'floor-fastify', label: 'floor on Fastify', script: 'floor-fastify.mjs' });
+}
+
 async function startNodeProxy({ id, label, script, upstreamUrl, cpus, loadPool, profileDir, tag, perf = false, wrap, timeoutMs, nodeFlags = [] }) {
   const { profile, profArgs } = profilerArgs(profileDir, `${id}-${tag ?? 'run'}`);
   const { child, match } = await startChild(
