@@ -1,8 +1,13 @@
 import type { Gateway } from './main.js';
 
 const DEMO_SETTING = 'demo_account_id';
-/** '1' from the start of the demo account's setup until its key was printed (a folder set up before it existed has none: its setup was over). */
+/**
+ * While the demo account's setup is under way, the time its account is made at (ms); DONE once its
+ * key is made, just before it is printed. A folder set up before it existed has none: its setup was over.
+ */
 const DEMO_PENDING = 'demo_account_pending';
+const DONE = 'done';
+const DEMO_NAME = 'demo';
 const DEMO_CREDITS = 10;
 
 /**
@@ -12,7 +17,8 @@ const DEMO_CREDITS = 10;
 export async function bootstrapDemo(gw: Gateway, print: (line: string) => void): Promise<void> {
   const existing = await gw.ledger.getSetting(DEMO_SETTING);
   const base = gw.url ?? `http://${gw.config.listen.host}:${gw.config.listen.port}`;
-  if (existing && (await gw.ledger.getSetting(DEMO_PENDING)) !== '1') {
+  const pending = await gw.ledger.getSetting(DEMO_PENDING);
+  if (existing && (pending === undefined || pending === DONE)) {
     print(`demo account: ${existing} (its key was printed on first start; make another with: node dist/cli.js keys create ${existing})`);
     // A token is generated on the start that finds none (TOLLGATE_ADMIN_TOKEN set before, unset now):
     // the one that worked before no longer does, so this one is shown.
@@ -20,17 +26,23 @@ export async function bootstrapDemo(gw: Gateway, print: (line: string) => void):
     return;
   }
   // Each step is kept as it is made, so that a setup cut short (the database locked by another
-  // process, the gateway stopped) is finished by the next start rather than begun again: the account
-  // is named in the settings at once (a second demo account is never made), its credits are added
-  // once, and a key is made (again, if a key made before was never printed) until one was printed.
-  let accountId = existing;
+  // process, the gateway stopped) is finished by the next start rather than begun again. Before the
+  // account is made, the time it is made at is stored (demo_account_pending): a start that finds that
+  // time and no account id takes the demo account made at it (the write of its id was cut short), so
+  // a second one is never made. Its credits are added once. The setup is marked over before the key
+  // is printed, so that a key is never printed twice; keys a cut-short start made were never shown,
+  // and are deleted before the one printed is made.
+  let accountId = existing ?? (await madeBefore(gw));
   if (!accountId) {
-    await gw.ledger.setSetting(DEMO_PENDING, '1');
-    accountId = (await gw.admin.createAccount({ name: 'demo', type: 'prepaid' })).id;
-    await gw.ledger.setSetting(DEMO_SETTING, accountId);
+    const createdAt = Date.now();
+    await gw.ledger.setSetting(DEMO_PENDING, String(createdAt));
+    accountId = (await gw.admin.createAccount({ name: DEMO_NAME, type: 'prepaid', created_at: new Date(createdAt).toISOString() })).id;
   }
+  if (!existing) await gw.ledger.setSetting(DEMO_SETTING, accountId);
   if ((await gw.admin.getAccount(accountId)).total_purchased === 0) await gw.admin.addCredits(accountId, { amount: DEMO_CREDITS, kind: 'purchase' });
-  const { key } = await gw.admin.createKey(accountId, { name: 'demo' });
+  for (const unseen of await gw.admin.listKeys(accountId)) await gw.admin.deleteKey(unseen.hash);
+  const { key } = await gw.admin.createKey(accountId, { name: DEMO_NAME });
+  await gw.ledger.setSetting(DEMO_PENDING, DONE);
   const model = gw.config.models.find((m) => !m.id.endsWith(gw.config.limits.free_models.suffix))?.id ?? gw.config.models[0]?.id;
   print('');
   print(`demo account ${accountId} created with ${DEMO_CREDITS} credits.`);
@@ -43,5 +55,13 @@ export async function bootstrapDemo(gw: Gateway, print: (line: string) => void):
   print(`  curl -s ${base}/api/v1/key -H "Authorization: Bearer ${key}"`);
   print(`  or open ${base}/ and sign in with the API key (or the admin token)`);
   print('');
-  await gw.ledger.setSetting(DEMO_PENDING, '0');
+}
+
+/** The demo account a cut-short start made, if it made one before it could store its id: named so, made at the stored time. */
+async function madeBefore(gw: Gateway): Promise<string | undefined> {
+  const pending = await gw.ledger.getSetting(DEMO_PENDING);
+  if (pending === undefined || pending === DONE) return undefined;
+  const at = Number(pending);
+  const { accounts } = await gw.ledger.listAccounts({ search: DEMO_NAME, offset: 0, limit: 100 });
+  return accounts.find((a) => a.name === DEMO_NAME && a.createdAt === at)?.id;
 }
