@@ -228,8 +228,9 @@ function errorBodyFailure(e: JsonObject, sentKey: string | undefined, fallback: 
 }
 
 async function* singleChunkStream(answer: Chunk): AsyncGenerator<StreamBatch> {
-  const choices = (answer.choices as Array<Record<string, unknown>>).map((c) => ({
-    index: c.index ?? 0,
+  // A choice without an index is the one at its place (so that each answer is counted on its own).
+  const choices = (answer.choices as Array<Record<string, unknown>>).map((c, i) => ({
+    index: c.index ?? i,
     delta: c.message ?? {},
     finish_reason: c.finish_reason ?? null,
   }));
