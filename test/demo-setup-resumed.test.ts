@@ -41,71 +41,49 @@ async function demoAccounts(gw: Gateway) {
 /** The key a start printed, if it printed one. */
 const printedKey = (lines: string[]) => lines.join('\n').match(/API key \(shown once\): (\S+)/)?.[1];
 
+/** Where a first start's setup is cut short: the step that meets the lock, on the first start's gateway. */
+const cuts: Array<[string, (gw: Gateway) => { mockRestore(): void }]> = [
+  ['its credits', (gw) => vi.spyOn(gw.admin, 'addCredits').mockRejectedValueOnce(locked())],
+  ['its key', (gw) => vi.spyOn(gw.admin, 'createKey').mockRejectedValueOnce(locked())],
+  // The settings' own writes meet the lock too: the account's id (the account already made), and the
+  // mark that the setup is over (the key already made, not yet printed).
+  ['the write of its id', (gw) => settingWriteCut(gw, (name) => name === 'demo_account_id')],
+  ['the mark that it is over', (gw) => settingWriteCut(gw, (_name, value) => value === 'done')],
+];
+
+function settingWriteCut(gw: Gateway, cut: (name: string, value: string) => boolean) {
+  const setSetting = gw.ledger.setSetting.bind(gw.ledger);
+  return vi.spyOn(gw.ledger, 'setSetting').mockImplementation((name, value) => (cut(name, value) ? Promise.reject(locked()) : setSetting(name, value)));
+}
+
 describe('npm start: a demo setup cut short is finished by the next start', () => {
-  for (const step of ['addCredits', 'createKey'] as const) {
-    it(`cut short at ${step}: one demo account, 10 credits, a key printed that works`, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'tg-demo-resume-'));
-      dirs.push(dir);
-      const first = await gatewayIn(dir);
-      const cut = vi.spyOn(first.admin, step).mockRejectedValueOnce(locked());
-      const firstLines: string[] = [];
-      await expect(bootstrapDemo(first, (l) => firstLines.push(l))).rejects.toThrow(/locked/);
-      cut.mockRestore();
-      expect(printedKey(firstLines)).toBeUndefined();
-      await first.close();
+  it.each(cuts)('cut short at %s: one demo account, 10 credits, and one key, the one printed, that works', async (_where, cutShort) => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-demo-resume-'));
+    dirs.push(dir);
+    const first = await gatewayIn(dir);
+    const cut = cutShort(first);
+    const firstLines: string[] = [];
+    await expect(bootstrapDemo(first, (l) => firstLines.push(l))).rejects.toThrow(/locked/);
+    cut.mockRestore();
+    expect(printedKey(firstLines)).toBeUndefined();
+    await first.close();
 
-      const second = await gatewayIn(dir);
-      const lines: string[] = [];
-      await bootstrapDemo(second, (l) => lines.push(l));
-      const key = printedKey(lines);
-      expect(key).toBeDefined();
-      expect(await demoAccounts(second)).toEqual([{ balance: 10, keys: 1 }]);
-      const res = await second.app.inject({ method: 'GET', url: '/api/v1/key', headers: { authorization: `Bearer ${key}` } });
-      expect(res.statusCode).toBe(200);
+    const second = await gatewayIn(dir);
+    const lines: string[] = [];
+    await bootstrapDemo(second, (l) => lines.push(l));
+    const key = printedKey(lines);
+    expect(key).toBeDefined();
+    // A key the first start made was never shown: it is gone, and the one printed is the demo's only key.
+    expect(await demoAccounts(second)).toEqual([{ balance: 10, keys: 1 }]);
+    const res = await second.app.inject({ method: 'GET', url: '/api/v1/key', headers: { authorization: `Bearer ${key}` } });
+    expect(res.statusCode).toBe(200);
 
-      // And the start after that one finds it made: nothing new, no key printed.
-      const after: string[] = [];
-      await bootstrapDemo(second, (l) => after.push(l));
-      expect(printedKey(after)).toBeUndefined();
-      expect(after.join('\n')).toMatch(/^demo account: /);
-      expect(await demoAccounts(second)).toEqual([{ balance: 10, keys: 1 }]);
-      await second.close();
-    });
-  }
-
-  // The settings' own writes can meet the lock too: the account's id (the account already made), and
-  // the mark that the setup is over (the key already made, not yet printed).
-  for (const [what, cutWrite] of [
-    ['the write of its id', (name: string) => name === 'demo_account_id'],
-    ['the mark that it is over', (_name: string, value: string) => value === 'done'],
-  ] as const) {
-    it(`cut short at ${what}: still one demo account, and one key, the one printed`, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'tg-demo-resume-'));
-      dirs.push(dir);
-      const first = await gatewayIn(dir);
-      const setSetting = first.ledger.setSetting.bind(first.ledger);
-      const cut = vi
-        .spyOn(first.ledger, 'setSetting')
-        .mockImplementation((name, value) => (cutWrite(name, value) ? Promise.reject(locked()) : setSetting(name, value)));
-      const firstLines: string[] = [];
-      await expect(bootstrapDemo(first, (l) => firstLines.push(l))).rejects.toThrow(/locked/);
-      cut.mockRestore();
-      expect(printedKey(firstLines)).toBeUndefined();
-      await first.close();
-
-      const second = await gatewayIn(dir);
-      const lines: string[] = [];
-      await bootstrapDemo(second, (l) => lines.push(l));
-      const key = printedKey(lines);
-      expect(key).toBeDefined();
-      // A key the first start made was never shown: it is gone, and the one printed is the demo's only key.
-      expect(await demoAccounts(second)).toEqual([{ balance: 10, keys: 1 }]);
-      const res = await second.app.inject({ method: 'GET', url: '/api/v1/key', headers: { authorization: `Bearer ${key}` } });
-      expect(res.statusCode).toBe(200);
-      const after: string[] = [];
-      await bootstrapDemo(second, (l) => after.push(l));
-      expect(printedKey(after)).toBeUndefined();
-      await second.close();
-    });
-  }
+    // And the start after that one finds it made: nothing new, no key printed.
+    const after: string[] = [];
+    await bootstrapDemo(second, (l) => after.push(l));
+    expect(printedKey(after)).toBeUndefined();
+    expect(after.join('\n')).toMatch(/^demo account: /);
+    expect(await demoAccounts(second)).toEqual([{ balance: 10, keys: 1 }]);
+    await second.close();
+  });
 });

@@ -16,8 +16,9 @@ describe('an n > 1 stream without usage is charged for each answer it delivered,
   const up = new ScriptedUpstream();
   const setup = gatewayOn(up, { id: 'u/m', upstreamModel: 'm', prompt: '0.001', completion: '0.001', contextLength: 100_000 });
 
-  const streamed = async (events: string[], n: number) => {
-    up.script({ kind: 'sse', events });
+  /** The completion tokens an n-answer stream request is charged, its upstream answering `events` (or a whole answer). */
+  const streamed = async (events: string[] | Record<string, unknown>, n: number) => {
+    up.script(Array.isArray(events) ? { kind: 'sse', events } : { kind: 'json', body: events });
     const acct = await setup.gw.account(100);
     const res = await setup.gw.fetch('/api/v1/chat/completions', {
       token: acct.key,
@@ -62,22 +63,7 @@ describe('an n > 1 stream without usage is charged for each answer it delivered,
   });
 
   it('a whole answer to a stream request (relayed as one chunk), its choices without an index, counts each choice', async () => {
-    up.script({
-      kind: 'json',
-      body: {
-        id: 'x',
-        object: 'chat.completion',
-        created: 1,
-        model: 'm',
-        choices: ['7', '8'].map((d) => ({ message: { role: 'assistant', content: d }, finish_reason: 'stop' })),
-      },
-    });
-    const acct = await setup.gw.account(100);
-    const res = await setup.gw.fetch('/api/v1/chat/completions', {
-      token: acct.key,
-      body: { model: 'u/m', n: 2, stream: true, messages: [{ role: 'user', content: 'rate 1-9' }] },
-    });
-    const last = (await readSse(res)).filter((e) => typeof e === 'object' && e !== null && 'usage' in e).at(-1) as { usage: { completion_tokens: number } };
-    expect(last.usage.completion_tokens).toBe(countTokens('7') + countTokens('8'));
+    const choices = ['7', '8'].map((d) => ({ message: { role: 'assistant', content: d }, finish_reason: 'stop' }));
+    expect(await streamed({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices }, 2)).toBe(countTokens('7') + countTokens('8'));
   });
 });
