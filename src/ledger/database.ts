@@ -5,6 +5,7 @@ import { Kysely, PostgresDialect, SqliteDialect, type PostgresPool } from 'kysel
 import pg from 'pg';
 import { preparedStatementName } from './prepared-query.js';
 import type { Database } from './schema.js';
+import { retriedWhileBusy } from './while-busy.js';
 
 /**
  * better-sqlite3 with its prepared statements kept by SQL text: Kysely prepares every query it runs,
@@ -106,9 +107,10 @@ export function openDatabase(url: string, options: { readOnly?: boolean } = {}):
     if (!memory && !readOnly) mkdirSync(dirname(path), { recursive: true });
     const sqlite = new BetterSqlite3(memory ? ':memory:' : path, readOnly ? { readonly: true, fileMustExist: true } : {});
     // The busy timeout first: switching a new file to WAL takes its lock, and another process opening
-    // the same new file at once (two starts on a fresh data folder) holds it for a moment.
+    // the same new file at once (two starts on a fresh data folder) holds it for a moment. When both
+    // ask for it together SQLite fails one at once, busy timeout or not: that one tries again.
     sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_MS.starting}`);
-    if (!readOnly) sqlite.pragma('journal_mode = WAL');
+    if (!readOnly) retriedWhileBusy(() => sqlite.pragma('journal_mode = WAL'), SQLITE_BUSY_MS.starting);
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.defaultSafeIntegers(true);
