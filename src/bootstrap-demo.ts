@@ -32,7 +32,7 @@ export async function bootstrapDemo(gw: Gateway, print: (line: string) => void):
   // a second one is never made. Its credits are added once. The setup is marked over before the key
   // is printed, so that a key is never printed twice; keys a cut-short start made were never shown,
   // and are deleted before the one printed is made.
-  let accountId = existing ?? (await madeBefore(gw));
+  let accountId = existing ?? (await madeBefore(gw, pending));
   if (!accountId) {
     const createdAt = Date.now();
     await gw.ledger.setSetting(DEMO_PENDING, String(createdAt));
@@ -58,8 +58,7 @@ export async function bootstrapDemo(gw: Gateway, print: (line: string) => void):
 }
 
 /** The demo account a cut-short start made, if it made one before it could store its id: named so, made at the stored time. */
-async function madeBefore(gw: Gateway): Promise<string | undefined> {
-  const pending = await gw.ledger.getSetting(DEMO_PENDING);
+async function madeBefore(gw: Gateway, pending: string | undefined): Promise<string | undefined> {
   if (pending === undefined || pending === DONE) return undefined;
   const at = Number(pending);
   const { accounts } = await gw.ledger.listAccounts({ search: DEMO_NAME, offset: 0, limit: 100 });

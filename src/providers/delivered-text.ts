@@ -26,7 +26,7 @@ export function deliveredOf(body: DeliveredBody): string {
  * The index a chunk's choice names: which of an `n` > 1 stream's answers its delta adds to. One that
  * names none a number could be (absent, negative, not a whole number) is taken for the first.
  */
-export function choiceIndex(c: unknown): number {
+function choiceIndex(c: unknown): number {
   const index = isJsonObject(c) ? c.index : undefined;
   return typeof index === 'number' && Number.isSafeInteger(index) && index >= 0 ? index : 0;
 }
@@ -47,9 +47,11 @@ export function deliveredTexts(chunk: Chunk): Map<number, string> {
   return texts;
 }
 
-/** What a stream event delivered: a text (a JSON string's body) to the choice of index `choice`. */
+/** What a stream event delivered: what is counted when no usage comes or a stream is cut short. */
 export interface ChoiceDelivered {
+  /** The text it delivered (content, a refusal, reasoning, tool calls), as a JSON string's body (read only when counted). */
   delivered: DeliveredBody;
+  /** The index of the choice `delivered` went to: a chunk of an `n` > 1 stream carries one answer's delta, each counted on its own. */
   choice: number;
   /** A chunk that delivered text to more than one choice: each one's, by index (`delivered` is then empty). */
   deliveredByChoice: ReadonlyMap<number, DeliveredBody> | undefined;

@@ -1,7 +1,7 @@
 import type { TokenUsage } from '../ledger/pricing.js';
 import type { CancelSignal } from '../cancellation.js';
 import type { Utf8Bytes } from '../utf8-bytes.js';
-import type { DeliveredBody } from './delivered-text.js';
+import type { ChoiceDelivered } from './delivered-text.js';
 
 /**
  * A provider adapter: one kind of upstream (OpenAI-compatible, the built-in demo, …). Adapters are
@@ -66,7 +66,8 @@ export interface JsonAnswer {
   usage: TokenUsage | undefined;
 }
 
-interface StreamEventBase {
+/** What the gateway reads from each chunk; what it delivered, to which choice, as ChoiceDelivered says. */
+interface StreamEventBase extends ChoiceDelivered {
   /** The chunk's JSON text as the upstream sent it: its UTF-8 bytes (utf8-bytes.ts), unchanged. */
   text: Utf8Bytes;
   /** Token counts, when this chunk carries the upstream's usage. */
@@ -75,15 +76,6 @@ interface StreamEventBase {
   finishReason: string | undefined;
   /** Whether the chunk carries output: text, reasoning, a tool call or a finish reason. */
   output: boolean;
-  /**
-   * The text it delivered (content, a refusal, reasoning, tool calls), as a JSON string's body: what is
-   * counted when no usage comes or a stream is cut short (read only then: delivered-text.ts).
-   */
-  delivered: DeliveredBody;
-  /** The index of the choice `delivered` went to: a chunk of an `n` > 1 stream carries one answer's delta, each counted on its own. */
-  choice: number;
-  /** A chunk that delivered text to several choices: each one's, by index (`delivered` is then empty). */
-  deliveredByChoice: ReadonlyMap<number, DeliveredBody> | undefined;
 }
 
 /** A chunk that was parsed, because the gateway must read more of it or may have to change it. */
