@@ -7,7 +7,8 @@ export default defineConfig({
     testTimeout: 20000,
     hookTimeout: 30000,
     pool: 'forks',
-    // test/timeouts-gc.test.ts forces garbage collections (global.gc).
-    execArgv: ['--expose-gc'],
+    // test/timeouts-gc.test.ts forces garbage collections (global.gc); test/fast-string-prototype.test.ts reads V8's
+    // state of an object (%HasFastProperties).
+    execArgv: ['--expose-gc', '--allow-natives-syntax'],
   },
 });

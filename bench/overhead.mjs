@@ -40,6 +40,7 @@ import {
   root,
   startBare,
   startFloor,
+  startFloorOnFastify,
   startNginx,
   startPortkey,
   startTollgate,
@@ -151,7 +152,7 @@ const WARMUP_MS = warmupMsOf(opt, die);
 const CONCURRENCY = num('concurrency', { min: 1, max: 1000 });
 const ROUNDS = num('rounds', { min: 1 });
 const MODES = list('modes', ['json', 'sse']);
-const PROXIES = new Set(list('proxies', ['floor', 'nginx', 'portkey', 'tollgate', 'free']));
+const PROXIES = new Set(list('proxies', ['floor', 'floor-fastify', 'nginx', 'portkey', 'tollgate', 'free']));
 const LATENCY_S = num('latency-s', { max: 600, integer: false });
 const LATENCY_ROUNDS = num('latency-rounds', { min: 1, max: 20 });
 const DEADLINE_S = opt['deadline-s'] === undefined ? 1500 : num('deadline-s', { min: 1 });
@@ -219,6 +220,7 @@ async function startTargets(mode, ctx) {
   const perf = Boolean(ctx.perfDir);
   const jobs = [['bare', () => startBare({ ...common, profileDir: ctx.profileDir, tag: mode, perf })]];
   if (PROXIES.has('floor')) jobs.push(['floor', () => startFloor({ ...common, profileDir: ctx.profileDir, tag: mode, perf })]);
+  if (PROXIES.has('floor-fastify')) jobs.push(['floor-fastify', () => startFloorOnFastify({ ...common, profileDir: ctx.profileDir, tag: mode, perf })]);
   if (ctx.nginx) jobs.push(['nginx', () => startNginx({ ...common, binary: ctx.nginx })]);
   if (ctx.portkey) jobs.push(['portkey', () => startPortkey(common)]);
   for (const deployment of ctx.deployments) {

@@ -15,6 +15,7 @@ export const errorCodes = {
   weight_exceeds_budget: { status: 402, retryable: false },
   not_found: { status: 404, retryable: false },
   payload_too_large: { status: 413, retryable: false },
+  unsupported_media_type: { status: 415, retryable: false },
   rate_limited: { status: 429, retryable: true },
   upstream_rate_limited: { status: 429, retryable: true },
   upstream_failed: { status: 502, retryable: true },

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { Agent } from 'undici';
+import { restoreFastStringPrototype } from './fast-string-prototype.js';
 import { AccountMoney } from './admission/account-money.js';
 import { Admission } from './admission/admission.js';
 import { DdosGuard } from './admission/ddos-guard.js';
@@ -168,6 +169,8 @@ function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapt
 
 /** The composition root: reads nothing itself, builds every concrete piece from config, starts. */
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
+  // ioredis, imported above, left String.prototype slow for every string method call (fast-string-prototype.ts).
+  restoreFastStringPrototype();
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.log_level);
   const db = openDatabase(config.database_url);

@@ -1,8 +1,8 @@
-import { mayNamePrototypeKeys } from './prototype-keys.js';
-import { RequestIds } from './request-ids.js';
-import { STATUS_CODES } from 'node:http';
+import { RequestIds, requestIdOf } from './request-ids.js';
+import { createServer, STATUS_CODES, type IncomingMessage } from 'node:http';
+import proxyAddr from '@fastify/proxy-addr';
 import cors from '@fastify/cors';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerFactory } from 'fastify';
 import type { AppDeps } from './app-deps.js';
 import type { KeyRecord } from '../ledger/ledger.js';
 import { isPromise, type Awaitable } from '../awaitable.js';
@@ -10,38 +10,67 @@ import { registerDashboard } from './dashboard.js';
 import { clientErrorAnswer, registerErrorHandling, toHttpError } from './error-handler.js';
 import { GatewayError } from '../errors.js';
 import { registerAdminRoutes } from './routes/admin.js';
-import { registerChatRoute } from './routes/chat-completions.js';
+import { CHAT_COMPLETIONS_PATH, chatCompletionsDoc, chatCompletionsRoute, isChatCompletion } from './routes/chat-completions.js';
 import { registerMetricsRoute } from './routes/metrics.js';
 import { registerManagementRoutes } from './routes/management.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerPublicRoutes } from './routes/public.js';
 import type { DocumentedRoute } from './openapi-document.js';
-
-/** A request id a client may send (`X-Request-Id`) and have kept: short, and plain characters only. */
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+import { closedStatus, writeAccessLine } from './access-line.js';
+import { CORS_RULES, corsHeaders } from './cors-headers.js';
+import { parseRequestBody } from './request-body.js';
 
 const shuttingDown = () =>
   new GatewayError('unavailable', 'the gateway is shutting down: send the request again, on a new connection', { headers: { 'retry-after': '1' } });
 
-/** The status a request is counted and logged with when the client left before any answer (nginx's 499). */
-const CLIENT_CLOSED_REQUEST = 499;
-
 const nulInUrl = () => new GatewayError('invalid_request', 'the URL holds a NUL character (%00), which no path or query of this API takes');
 
-/** The HTTP app: the only code that knows the web framework. */
+/** The client's address: the connection's, or with listen.trust_proxy the first of X-Forwarded-For (as Fastify reads it). */
+function clientIpOf(trustProxy: boolean): (req: IncomingMessage) => string {
+  const trustAll = () => true;
+  return trustProxy
+    ? (req) => {
+        const all = proxyAddr.all(req, trustAll);
+        return all[all.length - 1] ?? '';
+      }
+    : (req) => req.socket.remoteAddress ?? '';
+}
+
+/**
+ * The HTTP app: the only code that knows the web framework. Every route is Fastify's but the chat
+ * route, which its server hands to routes/chat-completions.ts on node:http before Fastify sees the
+ * request (what the framework costs the busiest route: the route's documentation there).
+ */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const requestIds = new RequestIds();
+  // Shutdown began (app.close()): Fastify has set `Connection: close` on what still arrives.
+  let closing = false;
+  const chat = chatCompletionsRoute(deps, {
+    requestIds,
+    closing: () => closing,
+    clientIp: clientIpOf(deps.config.listen.trust_proxy),
+    cors: corsHeaders(deps.config.listen.cors_origins),
+    shuttingDown,
+    nulInUrl,
+  });
+  // The server Fastify would make (its timeouts from its own options), the chat route taken first.
+  const serverFactory: FastifyServerFactory = (handler, options) => {
+    const server = createServer((req, res) => (isChatCompletion(req) ? chat(req, res) : handler(req, res)));
+    server.keepAliveTimeout = options.keepAliveTimeout as number;
+    server.requestTimeout = options.requestTimeout as number;
+    server.setTimeout(options.connectionTimeout as number);
+    if ((options.maxRequestsPerSocket as number) > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket as number;
+    return server;
+  };
   const app = Fastify({
+    serverFactory,
     loggerInstance: deps.logger as FastifyBaseLogger,
     // No child logger a request (pino's child() is a measurable share of a request's CPU): the access
     // line names the request itself, and a route adds to it through req.logFields.
     childLoggerFactory: (logger) => logger,
     // Every answer carries X-Request-Id: the client's own when it sent a well-formed one, else a new one.
     requestIdHeader: false,
-    genReqId: (req) => {
-      const sent = req.headers['x-request-id'];
-      return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : requestIds.next();
-    },
+    genReqId: (req) => requestIdOf(req.headers['x-request-id'], requestIds),
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: Math.floor(deps.config.listen.body_limit_mb * 1024 * 1024),
     trustProxy: deps.config.listen.trust_proxy,
@@ -74,29 +103,18 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         .send(e.body as never);
     },
   });
-  // Any body is read as JSON, whatever Content-Type it came with (curl -d sends a form type); an
-  // empty one is no body (a DELETE may carry a JSON Content-Type and nothing else).
-  // The text is kept (req.rawBody) so that the chat route can pass the body on without serialising it again.
-  // A `__proto__` key, or a `constructor` holding a `prototype`, is left out of the parsed body (where
-  // an assignment could reach an object's prototype) rather than refusing the body: a JSON schema in
-  // response_format may name such a property, and the upstream gets the client's text as it was sent.
-  const json = app.getDefaultJsonParser('remove', 'remove');
+  // Any body is read as JSON, whatever Content-Type it came with (request-body.ts, as the chat route
+  // reads its own). The text is kept (req.rawBody) for the routes that read exact amounts from it.
   app.decorateRequest('rawBody', undefined);
   const parse: Parameters<typeof app.addContentTypeParser>[2] = (req, body, done) => {
-    if (body === '' || body === undefined) return done(null, undefined);
-    // The text as the client wrote it, without a byte-order mark (the parser drops one too).
-    const text = (body as string).charCodeAt(0) === 0xfeff ? (body as string).slice(1) : (body as string);
-    req.rawBody = text;
-    if (!mayNamePrototypeKeys(text)) {
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch {
-        return json(req, body as string, done); // its error, as for any malformed body
-      }
-      return done(null, value);
+    let parsed;
+    try {
+      parsed = parseRequestBody((body as string | undefined) ?? '');
+    } catch (err) {
+      return done(err as Error, undefined);
     }
-    json(req, body as string, done);
+    req.rawBody = parsed.text;
+    done(null, parsed.value);
   };
   app.removeContentTypeParser(['text/plain', 'application/json']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
@@ -108,8 +126,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const d = route.config?.openapi;
     if (d) for (const method of [route.method].flat()) if (method !== 'HEAD') documented.push({ method, url: route.url, doc: d });
   });
-  // Shutdown began (app.close()): Fastify has set `Connection: close` on what still arrives.
-  let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
     done();
@@ -134,19 +150,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     reply.header('x-request-id', req.id);
     if (probes.has(req.url)) return done();
     reply.raw.once('close', () => {
-      // A client that left before any answer was sent: no status was ever sent (Node's default 200 is not one).
-      const status = reply.raw.headersSent ? reply.raw.statusCode : CLIENT_CLOSED_REQUEST;
-      // Chat requests are counted by the model and provider that served them (the route sets both once
-      // served), never by a name the client sent, so labels stay few; whatever answered them, this
-      // hook's own refusals included.
-      if (req.routeOptions.config.countedAsInference) {
-        const served = req.logFields?.provider !== undefined;
-        deps.metrics.request(served ? String(req.logFields?.model) : '', served ? String(req.logFields?.provider) : '', status);
-      }
-      const level = status >= 500 ? 'warn' : 'info';
-      if (!deps.logger.isLevelEnabled(level)) return; // the line is not built for a level that is off
-      const fields = { reqId: req.id, method: req.method, path: req.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), ...req.logFields };
-      req.log[level](reply.raw.writableFinished ? fields : { ...fields, client_gone: true }, 'request');
+      const line = { reqId: req.id, method: req.method, url: req.url, status: closedStatus(reply.raw), ms: reply.elapsedTime, fields: req.logFields };
+      writeAccessLine(deps.logger, reply.raw, line);
     });
     if (closing) return done(shuttingDown());
     let checked: Awaitable<void>;
@@ -170,15 +175,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   if (origins.length > 0) {
     void app.register(cors, {
       origin: origins.includes('*') ? '*' : origins,
-      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
-      exposedHeaders: ['x-request-id', 'x-generation-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
-      maxAge: 600,
+      methods: [...CORS_RULES.methods],
+      allowedHeaders: [...CORS_RULES.allowedHeaders],
+      exposedHeaders: [...CORS_RULES.exposedHeaders],
+      maxAge: CORS_RULES.maxAge,
       strictPreflight: false,
     });
   }
   registerPublicRoutes(app, deps);
-  registerChatRoute(app, deps);
+  // Served before Fastify (serverFactory above), documented with the others.
+  documented.push({ method: 'POST', url: CHAT_COMPLETIONS_PATH, doc: chatCompletionsDoc(deps) });
   registerAdminRoutes(app, deps);
   registerMetricsRoute(app, deps);
   registerManagementRoutes(app, deps);
@@ -188,10 +194,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 }
 
 declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The route's requests are counted in tollgate_requests_total (the chat route). */
-    countedAsInference?: boolean;
-  }
   interface FastifyRequest {
     /** The body's text as the client sent it (JSON bodies only). */
     rawBody: string | undefined;

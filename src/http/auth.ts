@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
 import { mapAwaitable, type Awaitable } from '../awaitable.js';
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
@@ -6,11 +6,14 @@ import type { KeyRecord, Keys } from '../ledger/ledger.js';
 import { secretsEqual } from '../security/api-key.js';
 import { acceptedSecret, secretHashOf } from '../security/accepted-secrets.js';
 
+/** A request as authentication reads it: its headers (Fastify's request, or node:http's). */
+type HeldHeaders = { readonly headers: IncomingHttpHeaders };
+
 /**
  * The token of an `Authorization: Bearer <token>` header: "Bearer" in any case, blanks, the token
  * (what /^Bearer\s+(.+)$/i matches in the trimmed header, taken apart by hand on every request).
  */
-function bearer(req: FastifyRequest): string | undefined {
+function bearer(req: HeldHeaders): string | undefined {
   const header = req.headers.authorization;
   if (!header) return undefined;
   const h = header.trim();
@@ -36,7 +39,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * one still in its grace period), enabled, not expired, and fit for `use` (else 401). At once when the
  * key is cached, and then a bad key throws at once too (awaitable.ts).
  */
-export function authenticateKey(req: FastifyRequest, ledger: Pick<Keys, 'findKey' | 'keyHashOfSecret'>, clock: Clock, use: KeyUse): Awaitable<KeyRecord> {
+export function authenticateKey(req: HeldHeaders, ledger: Pick<Keys, 'findKey' | 'keyHashOfSecret'>, clock: Clock, use: KeyUse): Awaitable<KeyRecord> {
   const presented = bearer(req);
   if (!presented) throw unauthorized('missing API key: send it as "Authorization: Bearer <API_KEY>"');
   const secretHash = secretHashOf(presented);
@@ -71,12 +74,12 @@ function checkedKey(key: KeyRecord | undefined, secretHash: string, clock: Clock
 }
 
 /** Admin routes take only the admin token; an API key is never an admin credential. */
-export function requireAdmin(req: FastifyRequest, adminToken: string): void {
+export function requireAdmin(req: HeldHeaders, adminToken: string): void {
   requireToken(req, [adminToken], 'admin routes need "Authorization: Bearer <admin_token>"');
 }
 
 /** A route that takes one of a few operator tokens (the admin token, `metrics.token`): anything else is 401 with `message`. */
-export function requireToken(req: FastifyRequest, tokens: readonly string[], message: string): void {
+export function requireToken(req: HeldHeaders, tokens: readonly string[], message: string): void {
   const presented = bearer(req);
   if (!presented || !tokens.some((t) => secretsEqual(presented, t))) throw new GatewayError('admin_unauthorized', message);
 }

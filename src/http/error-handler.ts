@@ -10,12 +10,21 @@ export interface HttpError {
   body: ErrorBody;
 }
 
+/** What a request body that cannot be taken is answered with, whichever code read it (request-body.ts, or Fastify's). */
+export const BODY_MESSAGES = {
+  tooLarge: 'request body is larger than the limit (listen.body_limit_mb)',
+  mediaType: 'unsupported Content-Type: send the body as application/json',
+  empty: 'the request body is empty: send a JSON object',
+  malformed: 'malformed JSON in the request body',
+  length: 'Content-Length does not match the body',
+} as const;
+
 const FRAMEWORK_MESSAGES: Record<string, string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 'request body is larger than the limit (listen.body_limit_mb)',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported Content-Type: send the body as application/json',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'the request body is empty: send a JSON object',
-  FST_ERR_CTP_INVALID_JSON_BODY: 'malformed JSON in the request body',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
+  FST_ERR_CTP_BODY_TOO_LARGE: BODY_MESSAGES.tooLarge,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: BODY_MESSAGES.mediaType,
+  FST_ERR_CTP_EMPTY_JSON_BODY: BODY_MESSAGES.empty,
+  FST_ERR_CTP_INVALID_JSON_BODY: BODY_MESSAGES.malformed,
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: BODY_MESSAGES.length,
 };
 
 /** The one place an error becomes an HTTP answer. Never a stack trace; 5xx details go to the log. */
@@ -77,12 +86,26 @@ function countRefusal(e: HttpError, metrics: Metrics): void {
   else if (e.status === 429 && typeof metadata?.limit === 'string') metrics.refusal(429, '', metadata.limit);
 }
 
+/**
+ * The answer to a request that failed with `err`, counted in the metrics when it is a refusal, and its
+ * log fields with why (whatever refused it: a hook, as the DDoS guard, or a route).
+ */
+export function errorAnswer(
+  err: unknown,
+  log: Logger,
+  metrics: Metrics,
+  reqId: string,
+  logFields: Record<string, unknown> | undefined,
+): { answer: HttpError; logFields: Record<string, unknown> | undefined } {
+  const answer = toHttpError(err, log, reqId);
+  countRefusal(answer, metrics);
+  return { answer, logFields: isGatewayError(err) ? { ...logFields, ...whyFailed(err) } : logFields };
+}
+
 export function registerErrorHandling(app: FastifyInstance, log: Logger, metrics: Metrics): void {
   app.setErrorHandler((err, req, reply) => {
-    const e = toHttpError(err, log, req.id);
-    countRefusal(e, metrics);
-    // Whatever refused it (a hook, as the DDoS guard, or a route), the request's log line says why.
-    if (isGatewayError(err)) req.logFields = { ...req.logFields, ...whyFailed(err) };
+    const { answer: e, logFields } = errorAnswer(err, log, metrics, req.id, req.logFields);
+    req.logFields = logFields;
     void reply.code(e.status).headers(e.headers).send(e.body);
   });
   app.setNotFoundHandler((req, reply) => {

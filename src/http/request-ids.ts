@@ -22,3 +22,11 @@ export class RequestIds {
     return this.prefix + this.count.toString(16).padStart(12, '0');
   }
 }
+
+/** A request id a client may send (`X-Request-Id`) and have kept: short, and plain characters only. */
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** The request's id: the client's own when it sent a well-formed one, else a new one of `ids`. */
+export function requestIdOf(sent: string | string[] | undefined, ids: RequestIds): string {
+  return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : ids.next();
+}

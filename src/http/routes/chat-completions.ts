@@ -1,16 +1,44 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { chatCompletionChunkSchema, chatCompletionSchema } from '../../chat/answer-schemas.js';
 import type { Started } from '../../chat/chat-service.js';
 import { chatRequestSchema } from '../../chat/request-schema.js';
 import { triedProviders } from '../../routing/route.js';
 import { authenticateKey } from '../auth.js';
 import type { AppDeps } from '../app-deps.js';
-import { doc } from '../route-doc.js';
+import { doc, type RouteDoc } from '../route-doc.js';
 import { endFailedStream, writeSse } from '../sse.js';
 import { Cancellation } from '../../cancellation.js';
 import { isPromise, type Awaitable } from '../../awaitable.js';
-import { toHttpError, whyFailed } from '../error-handler.js';
+import { errorAnswer, toHttpError, whyFailed } from '../error-handler.js';
 import type { KeyRecord } from '../../ledger/ledger.js';
+import { closedStatus, writeAccessLine } from '../access-line.js';
+import { readRequestBody, type RequestBody } from '../request-body.js';
+import { requestIdOf, type RequestIds } from '../request-ids.js';
+
+export const CHAT_COMPLETIONS_PATH = '/api/v1/chat/completions';
+
+/** Whether a request is the chat route's: a POST to its path, with or without a query. */
+export function isChatCompletion(req: IncomingMessage): boolean {
+  if (req.method !== 'POST') return false;
+  const url = req.url;
+  const n = CHAT_COMPLETIONS_PATH.length;
+  return url !== undefined && url.startsWith(CHAT_COMPLETIONS_PATH) && (url.length === n || url.charCodeAt(n) === 0x3f); // '?'
+}
+
+/** What the HTTP app shares with a route it serves on node:http itself, outside the web framework (app.ts). */
+export interface NodeRouteContext {
+  requestIds: RequestIds;
+  /** Whether the gateway is shutting down (what arrives meanwhile is answered 503). */
+  closing(): boolean;
+  /** The client's address, as the framework reads it (listen.trust_proxy). */
+  clientIp(req: IncomingMessage): string;
+  /** The CORS headers of a request (cors-headers.ts). */
+  cors(origin: string | undefined): Record<string, string>;
+  /** The error a request that arrives while the gateway shuts down is answered with. */
+  shuttingDown(): Error;
+  /** The error a URL holding a NUL character is answered with. */
+  nulInUrl(): Error;
+}
 
 /** The model a request named, for its log line (what the client sent, cut short). */
 function requestedModel(body: unknown): string | undefined {
@@ -18,39 +46,9 @@ function requestedModel(body: unknown): string | undefined {
   return typeof model === 'string' ? model.slice(0, 200) : undefined;
 }
 
-/** POST /api/v1/chat/completions: OpenAI's API with OpenRouter's routing fields. */
-export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
-  const { ledger, clock, chat, inflight, config } = deps;
-
-  // The key is checked before the body is read (CONTRACT §6: DDoS guard, then key), so a bad key
-  // is a 401 whatever the body holds. From here on every answer is counted, and the log line names
-  // the key and its account, whatever refuses the request (a body that cannot be read too).
-  const onRequest = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
-    let key: Awaitable<KeyRecord>;
-    try {
-      key = authenticateKey(req, ledger, clock, 'inference');
-    } catch (err) {
-      done(err as Error);
-      return;
-    }
-    if (isPromise(key)) {
-      key.then((k) => {
-        accept(req, k);
-        done();
-      }, done);
-      return;
-    }
-    accept(req, key);
-    done();
-  };
-  /** The request's key, and its log line's first fields (`model` too, so that the route sets it in place). */
-  const accept = (req: FastifyRequest, k: KeyRecord) => {
-    req.authenticatedKey = k;
-    req.logFields = { key_label: k.label, account: k.accountId, model: undefined };
-  };
-
-  // Documentation only (route-doc.ts): nothing validates or serialises this route's answers with these schemas.
-  const documented = doc({
+/** The chat route's documentation (route-doc.ts): nothing validates or serialises its answers with these schemas. */
+export function chatCompletionsDoc(deps: AppDeps): RouteDoc {
+  return doc({
     operationId: 'createChatCompletion',
     summary: "A chat completion: OpenAI's API with OpenRouter's routing fields, charged to the key's account",
     tag: 'public',
@@ -66,68 +64,159 @@ export function registerChatRoute(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     errors: [402, 422, 429, 502, 503],
-  });
-  // Counted in tollgate_requests_total when the response is over (app.ts), whatever answered it.
-  const routeConfig = { ...documented.config, countedAsInference: true };
-  app.post('/api/v1/chat/completions', { onRequest, config: routeConfig }, async (req, reply) => {
-    const key = req.authenticatedKey ?? (await authenticateKey(req, ledger, clock, 'inference'));
-    // The access line (app.ts) names the key, the account and the model, and why a request failed.
-    const log: Record<string, unknown> = req.logFields ?? { key_label: key.label, account: key.accountId };
-    log.model = requestedModel(req.body);
-    req.logFields = log;
-    let started: Started | undefined;
-    const controller = new Cancellation();
-    // The response is over: if the client went away before the answer was complete, the upstream
-    // call is cancelled.
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) controller.abort();
-    });
-    // The request deadline: past it the request is cancelled like a client that went away (it settles,
-    // charged for what was delivered, and its holds end with it).
-    const deadline = clock.schedule(config.limits.request_deadline_ms, () =>
-      controller.abort(new DOMException(`the request ran past its deadline (${config.limits.request_deadline_ms} ms)`, 'TimeoutError')),
-    );
-    inflight.add(controller);
-    let hijacked = false;
-    try {
-      started = await chat.start(key, req.body, controller.signal, req.rawBody);
-      const { served, routed } = started;
-      log.generation = served.id;
-      log.stream = routed.answer.kind === 'stream';
-      log.model = served.model;
-      log.provider = served.provider;
-      if (routed.failures.length > 0) log.fallbacks = triedProviders(routed.failures);
-      const headers = { 'x-generation-id': served.id };
-      if (routed.answer.kind === 'json') {
-        return reply
-          .headers(headers)
-          .type('application/json; charset=utf-8')
-          .send(await chat.complete(started));
-      }
-      reply.hijack();
-      hijacked = true;
-      // A hijacked reply writes its own head: the headers hooks set on the reply (CORS) go with it.
-      const hooked = Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)]));
-      await writeSse(reply.raw, { ...hooked, ...headers }, chat.relay(started, controller.signal), controller.signal);
-      // A stream the upstream failed midway ended with the error event, status 200: its line says so.
-      const failure = started.streamFailure;
-      if (failure) {
-        log.error = failure.kind === 'rate_limited' ? 'upstream_rate_limited' : 'upstream_failed';
-        log.providers = triedProviders([{ attempt: routed.attempt, failure }]);
-      }
-      return reply;
-    } catch (err) {
-      Object.assign(log, whyFailed(err)); // a streamed answer's error does not reach the error handler
-      if (!hijacked) throw err;
-      // Fastify answers nothing for a reply taken over: the upstream call is cancelled, the client answered here.
-      controller.abort();
-      endFailedStream(reply.raw, toHttpError(err, deps.logger, req.id), req.id);
-      return reply;
-    } finally {
-      // Every path settles; one that ended before any output (the client gone first) releases its holds.
-      if (started && !started.settlement.settled) started.settlement.settleNothing();
-      deadline.cancel();
-      inflight.delete(controller);
+  }).config.openapi;
+}
+
+/**
+ * POST /api/v1/chat/completions: OpenAI's API with OpenRouter's routing fields. Served on node:http
+ * itself, not through the web framework: every answer of the gateway's is one of these, and the
+ * framework's request and reply objects, hooks and body parsing cost a fifth of what the gateway adds
+ * to a request (bench/README.md). It answers as the framework's routes do (request id, access line,
+ * DDoS guard, CORS, the body's limits and errors, errors through error-handler.ts), in CONTRACT §6's
+ * order: the DDoS guard, then the key, before the body is read, so that a bad key is a 401 whatever
+ * the body holds.
+ */
+export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): (req: IncomingMessage, res: ServerResponse) => void {
+  const { ledger, clock, chat, inflight, config, logger, metrics } = deps;
+  const bodyLimit = Math.floor(config.listen.body_limit_mb * 1024 * 1024);
+
+  /** One request, from its arrival to its answer. */
+  class ChatExchange {
+    private readonly arrived = performance.now();
+    readonly reqId: string;
+    /** The headers every answer carries: X-Request-Id, and the CORS headers once past the guard. */
+    private headers: Record<string, string>;
+    /** The access line's fields (the key, the account, the model, why it failed), from the key on. */
+    log: Record<string, unknown> | undefined;
+
+    constructor(
+      private readonly req: IncomingMessage,
+      private readonly res: ServerResponse,
+    ) {
+      this.reqId = requestIdOf(req.headers['x-request-id'], context.requestIds);
+      this.headers = { 'x-request-id': this.reqId };
+      // Counted by the model and provider that served it (set once served), never by a name the client
+      // sent, so labels stay few; whatever answered it, the guard's refusals included.
+      res.once('close', () => {
+        const status = closedStatus(res);
+        const served = this.log?.provider !== undefined;
+        metrics.request(served ? String(this.log?.model) : '', served ? String(this.log?.provider) : '', status);
+        writeAccessLine(logger, res, { reqId: this.reqId, method: req.method, url: req.url, status, ms: performance.now() - this.arrived, fields: this.log });
+      });
     }
-  });
+
+    start(): void {
+      if (context.closing()) {
+        // As the framework does for what still arrives on open connections while it closes.
+        this.res.setHeader('connection', 'close');
+        return this.fail(context.shuttingDown());
+      }
+      let checked: Awaitable<void>;
+      try {
+        checked = deps.ddos.check(context.clientIp(this.req));
+      } catch (err) {
+        return this.fail(err);
+      }
+      if (isPromise(checked)) checked.then(() => this.guarded(), (err: unknown) => this.fail(err));
+      else this.guarded();
+    }
+
+    /** Past the DDoS guard: the URL, then the key. */
+    private guarded(): void {
+      // A NUL character can be in no id, name or search of the gateway's.
+      if (this.req.url?.includes('%00')) return this.fail(context.nulInUrl());
+      Object.assign(this.headers, context.cors(this.req.headers.origin));
+      let key: Awaitable<KeyRecord>;
+      try {
+        key = authenticateKey(this.req, ledger, clock, 'inference');
+      } catch (err) {
+        return this.fail(err);
+      }
+      if (isPromise(key)) key.then((k) => this.authenticated(k), (err: unknown) => this.fail(err));
+      else this.authenticated(key);
+    }
+
+    /** The key is good: from here on the log line names it and its account, whatever refuses the request. */
+    private authenticated(key: KeyRecord): void {
+      this.log = { key_label: key.label, account: key.accountId, model: undefined };
+      readRequestBody(this.req, bodyLimit).then(
+        (body) => this.serve(key, body),
+        (err: unknown) => this.fail(err),
+      );
+    }
+
+    /** The route itself. Every path settles; each failure is answered once. */
+    private async serve(key: KeyRecord, body: RequestBody): Promise<void> {
+      const res = this.res;
+      const log = this.log as Record<string, unknown>;
+      log.model = requestedModel(body.value);
+      let started: Started | undefined;
+      const controller = new Cancellation();
+      // The response is over: if the client went away before the answer was complete, the upstream
+      // call is cancelled.
+      res.once('close', () => {
+        if (!res.writableFinished) controller.abort();
+      });
+      // The request deadline: past it the request is cancelled like a client that went away (it settles,
+      // charged for what was delivered, and its holds end with it).
+      const deadline = clock.schedule(config.limits.request_deadline_ms, () =>
+        controller.abort(new DOMException(`the request ran past its deadline (${config.limits.request_deadline_ms} ms)`, 'TimeoutError')),
+      );
+      inflight.add(controller);
+      let streaming = false;
+      try {
+        started = await chat.start(key, body.value, controller.signal, body.text);
+        const { served, routed } = started;
+        log.generation = served.id;
+        log.stream = routed.answer.kind === 'stream';
+        log.model = served.model;
+        log.provider = served.provider;
+        if (routed.failures.length > 0) log.fallbacks = triedProviders(routed.failures);
+        const headers = { ...this.headers, 'x-generation-id': served.id };
+        if (routed.answer.kind === 'json') {
+          const text = await chat.complete(started);
+          res.writeHead(200, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) });
+          res.end(text);
+          return;
+        }
+        streaming = true;
+        await writeSse(res, headers, chat.relay(started, controller.signal), controller.signal);
+        // A stream the upstream failed midway ended with the error event, status 200: its line says so.
+        const failure = started.streamFailure;
+        if (failure) {
+          log.error = failure.kind === 'rate_limited' ? 'upstream_rate_limited' : 'upstream_failed';
+          log.providers = triedProviders([{ attempt: routed.attempt, failure }]);
+        }
+      } catch (err) {
+        Object.assign(log, whyFailed(err));
+        if (!streaming) return this.fail(err);
+        // A stream under way: the upstream call is cancelled, and the client answered here.
+        controller.abort();
+        endFailedStream(res, toHttpError(err, logger, this.reqId), this.reqId);
+      } finally {
+        // Every path settles; one that ended before any output (the client gone first) releases its holds.
+        if (started && !started.settlement.settled) started.settlement.settleNothing();
+        deadline.cancel();
+        inflight.delete(controller);
+      }
+    }
+
+    /** Answers the request with the error `err` (error-handler.ts), unless an answer went out already. */
+    private fail(err: unknown): void {
+      const { answer, logFields } = errorAnswer(err, logger, metrics, this.reqId, this.log);
+      this.log = logFields;
+      const res = this.res;
+      if (res.headersSent || res.destroyed) return;
+      const text = JSON.stringify(answer.body);
+      res.writeHead(answer.status, {
+        ...this.headers,
+        ...answer.headers,
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': String(Buffer.byteLength(text)),
+      });
+      res.end(text);
+    }
+  }
+
+  return (req, res) => new ChatExchange(req, res).start();
 }
