@@ -35,7 +35,8 @@ describe('isMediaType reads a Content-Type as Fastify does', () => {
     );
   });
   it('takes the usual ones and refuses the malformed ones', () => {
-    for (const h of ['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded']) expect(isMediaType(h)).toBe(true);
+    for (const h of ['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded'])
+      expect(isMediaType(h)).toBe(true);
     for (const h of ['', 'json', 'application/', '/json', 'application/json x', 'a b/c']) expect(isMediaType(h)).toBe(false);
   });
 });
@@ -62,7 +63,11 @@ describe('the chat route refuses a body as the framework routes do', () => {
     ['a malformed Content-Type', { rawBody: '{}', headers: { 'content-type': 'not a type' } }, 415],
     ['malformed JSON under a form type', { rawBody: '{"model": ', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 400],
     ['a body over the limit', { body: { name: 'x'.repeat(20_000) } }, 413],
-    ['a body over the limit, with a charset', { rawBody: JSON.stringify({ name: 'x'.repeat(20_000) }), headers: { 'content-type': 'text/plain; charset=utf-8' } }, 413],
+    [
+      'a body over the limit, with a charset',
+      { rawBody: JSON.stringify({ name: 'x'.repeat(20_000) }), headers: { 'content-type': 'text/plain; charset=utf-8' } },
+      413,
+    ],
   ])('%s: the same status and body', async (_what, init, status) => {
     const { chat, framework } = await both(init);
     expect(chat.status).toBe(status);

@@ -21,5 +21,6 @@ export function corsHeaders(origins: readonly string[]): (origin: string | undef
   }
   const allowed = new Set(origins);
   const other = { vary: 'Origin', 'access-control-expose-headers': exposed };
-  return (origin) => (origin !== undefined && allowed.has(origin) ? { vary: 'Origin', 'access-control-allow-origin': origin, 'access-control-expose-headers': exposed } : other);
+  return (origin) =>
+    origin !== undefined && allowed.has(origin) ? { vary: 'Origin', 'access-control-allow-origin': origin, 'access-control-expose-headers': exposed } : other;
 }

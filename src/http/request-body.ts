@@ -27,7 +27,9 @@ export function parseRequestBody(body: string): RequestBody {
   const text = body.charCodeAt(0) === 0xfeff ? body.slice(1) : body;
   try {
     // Only a text that could name such a key pays for secure-json-parse's look for them (prototype-keys.ts).
-    const value: unknown = mayNamePrototypeKeys(text) ? secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' }) : JSON.parse(text);
+    const value: unknown = mayNamePrototypeKeys(text)
+      ? secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' })
+      : JSON.parse(text);
     return { value, text };
   } catch {
     throw new GatewayError('invalid_json', BODY_MESSAGES.malformed);
@@ -37,8 +39,19 @@ export function parseRequestBody(body: string): RequestBody {
 const TYPE_NAME = /^[\w!#$%&'*+.^`|~-]+$/;
 const SUBTYPE_NAME = /^[\w!#$%&'*+.^`|~-]+\s*$/;
 
+/** The last header read and what it was (a client sends the same one with every request). */
+let lastHeader: string | undefined;
+let lastWasMediaType = false;
+
 /** Whether a Content-Type header names a well-formed media type (`type/subtype`, parameters after `;`), as Fastify reads one. */
 export function isMediaType(header: string): boolean {
+  if (header === lastHeader) return lastWasMediaType;
+  lastWasMediaType = readsAsMediaType(header);
+  lastHeader = header;
+  return lastWasMediaType;
+}
+
+function readsAsMediaType(header: string): boolean {
   if (header === '' || header === 'undefined') return false;
   const semicolon = header.indexOf(';');
   const media = semicolon === -1 ? header : header.slice(0, semicolon);

@@ -40,6 +40,23 @@ export interface NodeRouteContext {
   nulInUrl(): Error;
 }
 
+/**
+ * A chat request's access-line fields, all there from the start (an object that gains properties one
+ * by one changes its shape each time): a field left undefined is left out of the line.
+ */
+interface ChatLogFields extends Record<string, unknown> {
+  key_label: string;
+  account: string;
+  model: string | undefined;
+  generation: string | undefined;
+  stream: boolean | undefined;
+  provider: string | undefined;
+}
+
+function logFields(key: KeyRecord): ChatLogFields {
+  return { key_label: key.label, account: key.accountId, model: undefined, generation: undefined, stream: undefined, provider: undefined };
+}
+
 /** The model a request named, for its log line (what the client sent, cut short). */
 function requestedModel(body: unknown): string | undefined {
   const model = body !== null && typeof body === 'object' ? (body as { model?: unknown }).model : undefined;
@@ -79,30 +96,51 @@ export function chatCompletionsDoc(deps: AppDeps): RouteDoc {
 export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): (req: IncomingMessage, res: ServerResponse) => void {
   const { ledger, clock, chat, inflight, config, logger, metrics } = deps;
   const bodyLimit = Math.floor(config.listen.body_limit_mb * 1024 * 1024);
+  const corsOn = config.listen.cors_origins.length > 0;
 
-  /** One request, from its arrival to its answer. */
+  /** One request, from its arrival to its answer. Its objects keep one shape throughout (no property added later). */
   class ChatExchange {
     private readonly arrived = performance.now();
     readonly reqId: string;
-    /** The headers every answer carries: X-Request-Id, and the CORS headers once past the guard. */
-    private headers: Record<string, string>;
+    /** The CORS headers, once past the guard (every answer from then on carries them). */
+    private cors: Record<string, string> | undefined = undefined;
     /** The access line's fields (the key, the account, the model, why it failed), from the key on. */
-    log: Record<string, unknown> | undefined;
+    log: ChatLogFields | undefined = undefined;
+    /** Cancels the upstream call when the response closes before it was complete (the client left). */
+    private controller: Cancellation | undefined = undefined;
 
     constructor(
       private readonly req: IncomingMessage,
       private readonly res: ServerResponse,
     ) {
       this.reqId = requestIdOf(req.headers['x-request-id'], context.requestIds);
-      this.headers = { 'x-request-id': this.reqId };
-      // Counted by the model and provider that served it (set once served), never by a name the client
-      // sent, so labels stay few; whatever answered it, the guard's refusals included.
-      res.once('close', () => {
-        const status = closedStatus(res);
-        const served = this.log?.provider !== undefined;
-        metrics.request(served ? String(this.log?.model) : '', served ? String(this.log?.provider) : '', status);
-        writeAccessLine(logger, res, { reqId: this.reqId, method: req.method, url: req.url, status, ms: performance.now() - this.arrived, fields: this.log });
+      res.once('close', () => this.closed());
+    }
+
+    /**
+     * The response is over. Counted by the model and provider that served it (set once served), never
+     * by a name the client sent, so labels stay few; whatever answered it, the guard's refusals included.
+     */
+    private closed(): void {
+      const res = this.res;
+      if (this.controller && !res.writableFinished) this.controller.abort();
+      const status = closedStatus(res);
+      const log = this.log;
+      const served = log?.provider !== undefined;
+      metrics.request(served ? String(log?.model) : '', served ? String(log?.provider) : '', status);
+      writeAccessLine(logger, res, {
+        reqId: this.reqId,
+        method: this.req.method,
+        url: this.req.url,
+        status,
+        ms: performance.now() - this.arrived,
+        fields: log,
       });
+    }
+
+    /** The headers of an answer: X-Request-Id, the CORS headers, then `own`. */
+    private headers(own: Record<string, string>): Record<string, string> {
+      return this.cors === undefined ? { 'x-request-id': this.reqId, ...own } : { 'x-request-id': this.reqId, ...this.cors, ...own };
     }
 
     start(): void {
@@ -117,7 +155,11 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
       } catch (err) {
         return this.fail(err);
       }
-      if (isPromise(checked)) checked.then(() => this.guarded(), (err: unknown) => this.fail(err));
+      if (isPromise(checked))
+        checked.then(
+          () => this.guarded(),
+          (err: unknown) => this.fail(err),
+        );
       else this.guarded();
     }
 
@@ -125,20 +167,24 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
     private guarded(): void {
       // A NUL character can be in no id, name or search of the gateway's.
       if (this.req.url?.includes('%00')) return this.fail(context.nulInUrl());
-      Object.assign(this.headers, context.cors(this.req.headers.origin));
+      if (corsOn) this.cors = context.cors(this.req.headers.origin);
       let key: Awaitable<KeyRecord>;
       try {
         key = authenticateKey(this.req, ledger, clock, 'inference');
       } catch (err) {
         return this.fail(err);
       }
-      if (isPromise(key)) key.then((k) => this.authenticated(k), (err: unknown) => this.fail(err));
+      if (isPromise(key))
+        key.then(
+          (k) => this.authenticated(k),
+          (err: unknown) => this.fail(err),
+        );
       else this.authenticated(key);
     }
 
     /** The key is good: from here on the log line names it and its account, whatever refuses the request. */
     private authenticated(key: KeyRecord): void {
-      this.log = { key_label: key.label, account: key.accountId, model: undefined };
+      this.log = logFields(key);
       readRequestBody(this.req, bodyLimit).then(
         (body) => this.serve(key, body),
         (err: unknown) => this.fail(err),
@@ -148,15 +194,11 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
     /** The route itself. Every path settles; each failure is answered once. */
     private async serve(key: KeyRecord, body: RequestBody): Promise<void> {
       const res = this.res;
-      const log = this.log as Record<string, unknown>;
+      const log = this.log as ChatLogFields;
       log.model = requestedModel(body.value);
       let started: Started | undefined;
       const controller = new Cancellation();
-      // The response is over: if the client went away before the answer was complete, the upstream
-      // call is cancelled.
-      res.once('close', () => {
-        if (!res.writableFinished) controller.abort();
-      });
+      this.controller = controller;
       // The request deadline: past it the request is cancelled like a client that went away (it settles,
       // charged for what was delivered, and its holds end with it).
       const deadline = clock.schedule(config.limits.request_deadline_ms, () =>
@@ -172,15 +214,21 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
         log.model = served.model;
         log.provider = served.provider;
         if (routed.failures.length > 0) log.fallbacks = triedProviders(routed.failures);
-        const headers = { ...this.headers, 'x-generation-id': served.id };
         if (routed.answer.kind === 'json') {
           const text = await chat.complete(started);
-          res.writeHead(200, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) });
+          res.writeHead(
+            200,
+            this.headers({
+              'x-generation-id': served.id,
+              'content-type': 'application/json; charset=utf-8',
+              'content-length': String(Buffer.byteLength(text)),
+            }),
+          );
           res.end(text);
           return;
         }
         streaming = true;
-        await writeSse(res, headers, chat.relay(started, controller.signal), controller.signal);
+        await writeSse(res, this.headers({ 'x-generation-id': served.id }), chat.relay(started, controller.signal), controller.signal);
         // A stream the upstream failed midway ended with the error event, status 200: its line says so.
         const failure = started.streamFailure;
         if (failure) {
@@ -204,16 +252,14 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
     /** Answers the request with the error `err` (error-handler.ts), unless an answer went out already. */
     private fail(err: unknown): void {
       const { answer, logFields } = errorAnswer(err, logger, metrics, this.reqId, this.log);
-      this.log = logFields;
+      this.log = logFields as ChatLogFields | undefined;
       const res = this.res;
       if (res.headersSent || res.destroyed) return;
       const text = JSON.stringify(answer.body);
-      res.writeHead(answer.status, {
-        ...this.headers,
-        ...answer.headers,
-        'content-type': 'application/json; charset=utf-8',
-        'content-length': String(Buffer.byteLength(text)),
-      });
+      res.writeHead(
+        answer.status,
+        this.headers({ ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) }),
+      );
       res.end(text);
     }
   }
