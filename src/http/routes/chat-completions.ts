@@ -156,10 +156,12 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
         return this.fail(err);
       }
       if (isPromise(checked))
-        checked.then(
-          () => this.guarded(),
-          (err: unknown) => this.fail(err),
-        );
+        checked
+          .then(
+            () => this.guarded(),
+            (err: unknown) => this.fail(err),
+          )
+          .catch((err: unknown) => this.broke(err));
       else this.guarded();
     }
 
@@ -175,20 +177,24 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
         return this.fail(err);
       }
       if (isPromise(key))
-        key.then(
-          (k) => this.authenticated(k),
-          (err: unknown) => this.fail(err),
-        );
+        key
+          .then(
+            (k) => this.authenticated(k),
+            (err: unknown) => this.fail(err),
+          )
+          .catch((err: unknown) => this.broke(err));
       else this.authenticated(key);
     }
 
     /** The key is good: from here on the log line names it and its account, whatever refuses the request. */
     private authenticated(key: KeyRecord): void {
       this.log = logFields(key);
-      readRequestBody(this.req, bodyLimit).then(
-        (body) => this.serve(key, body),
-        (err: unknown) => this.fail(err),
-      );
+      readRequestBody(this.req, bodyLimit)
+        .then(
+          (body) => this.serve(key, body),
+          (err: unknown) => this.fail(err),
+        )
+        .catch((err: unknown) => this.broke(err));
     }
 
     /** The route itself. Every path settles; each failure is answered once. */
@@ -256,11 +262,27 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
       const res = this.res;
       if (res.headersSent || res.destroyed) return;
       const text = JSON.stringify(answer.body);
-      res.writeHead(
-        answer.status,
-        this.headers({ ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) }),
-      );
-      res.end(text);
+      try {
+        res.writeHead(
+          answer.status,
+          this.headers({ ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) }),
+        );
+        res.end(text);
+      } catch {
+        res.destroy(); // a head that cannot be written: the client sees the connection end
+      }
+    }
+
+    /**
+     * What no path above answered (a bug): logged, answered 500 when nothing went out yet, and never
+     * an unhandled rejection (Node ends the process on one; Fastify caught these for its routes).
+     */
+    private broke(err: unknown): void {
+      try {
+        this.fail(err);
+      } catch {
+        this.res.destroy();
+      }
     }
   }
 
