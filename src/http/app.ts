@@ -38,8 +38,8 @@ function clientIpOf(trustProxy: boolean): (req: IncomingMessage) => string {
 
 /**
  * The HTTP app: the only code that knows the web framework. Every route is Fastify's but the chat
- * route, which its server hands to routes/chat-completions.ts on node:http before Fastify sees the
- * request (what the framework costs the busiest route: the route's documentation there).
+ * route, which the server hands to routes/chat-completions.ts on node:http before Fastify sees the
+ * request (why, and what it does in Fastify's stead: that file).
  */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const requestIds = new RequestIds();
