@@ -113,6 +113,13 @@ describe('the chat route refuses a body as the framework routes do', () => {
     }
   });
 
+  it('a NUL character in the query is refused past the DDoS guard, as on the framework routes', async () => {
+    const chat = await gw.fetch(`${CHAT}?x=%00`, { token: key, body: hello });
+    const framework = await gw.fetch('/api/v1/key?x=%00', { token: key });
+    expect(chat.status).toBe(400);
+    expect(await chat.json()).toEqual(await framework.json());
+  });
+
   it("keeps a client's well-formed request id and replaces a malformed one, as the framework does", async () => {
     for (const [sent, kept] of [
       ['client-id-1', true],

@@ -8,7 +8,6 @@ import type { KeyRecord } from '../ledger/ledger.js';
 import { isPromise, type Awaitable } from '../awaitable.js';
 import { registerDashboard } from './dashboard.js';
 import { clientErrorAnswer, registerErrorHandling, toHttpError } from './error-handler.js';
-import { GatewayError } from '../errors.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { CHAT_COMPLETIONS_PATH, chatCompletionsDoc, chatCompletionsRoute, isChatCompletion } from './routes/chat-completions.js';
 import { registerMetricsRoute } from './routes/metrics.js';
@@ -19,11 +18,7 @@ import type { DocumentedRoute } from './openapi-document.js';
 import { closedStatus, writeAccessLine } from './access-line.js';
 import { CORS_RULES, corsHeaders } from './cors-headers.js';
 import { parseRequestBody } from './request-body.js';
-
-const shuttingDown = () =>
-  new GatewayError('unavailable', 'the gateway is shutting down: send the request again, on a new connection', { headers: { 'retry-after': '1' } });
-
-const nulInUrl = () => new GatewayError('invalid_request', 'the URL holds a NUL character (%00), which no path or query of this API takes');
+import { requestGuard } from './request-guard.js';
 
 /** The client's address: the connection's, or with listen.trust_proxy the first of X-Forwarded-For (as Fastify reads it). */
 function clientIpOf(trustProxy: boolean): (req: IncomingMessage) => string {
@@ -45,13 +40,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const requestIds = new RequestIds();
   // Shutdown began (app.close()): Fastify has set `Connection: close` on what still arrives.
   let closing = false;
+  const guard = requestGuard(deps.ddos, () => closing);
   const chat = chatCompletionsRoute(deps, {
     requestIds,
     closing: () => closing,
+    guard,
     clientIp: clientIpOf(deps.config.listen.trust_proxy),
     cors: corsHeaders(deps.config.listen.cors_origins),
-    shuttingDown,
-    nulInUrl,
   });
   // The server Fastify would make (its timeouts from its own options), the chat route taken first.
   const serverFactory: FastifyServerFactory = (handler, options) => {
@@ -139,7 +134,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // whether the client left before the end. Never a header. Written when the response closes, which
   // it does once whatever happened (Fastify's onResponse also runs for a hijacked, streamed reply, and
   // not at all when the client goes away first). A route adds fields through req.logFields.
-  // Then the DDoS guard, before a key is looked up or a body is read. (A callback hook, not an async
+  // Then the request guard (request-guard.ts), before a key is looked up or a body is read. (A callback hook, not an async
   // one: Fastify then waits on no promise of its own, a saving on every request.)
   app.addHook('onRequest', (req, reply, done) => {
     // On the reply, so that it is on every answer: Fastify writes its headers with the head, a
@@ -153,18 +148,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       const line = { reqId: req.id, method: req.method, url: req.url, status: closedStatus(reply.raw), ms: reply.elapsedTime, fields: req.logFields };
       writeAccessLine(deps.logger, reply.raw, line);
     });
-    if (closing) return done(shuttingDown());
     let checked: Awaitable<void>;
     try {
-      checked = deps.ddos.check(req.ip);
+      checked = guard(req.ip, req.url);
     } catch (err) {
       return done(err as Error);
     }
-    // Past the guard: a NUL character can be in no id, name or search of the gateway's (and PostgreSQL
-    // refuses one in text, where SQLite would find nothing).
-    const passed = () => done(req.url.includes('%00') ? nulInUrl() : undefined);
-    if (isPromise(checked)) checked.then(passed, done);
-    else passed();
+    if (isPromise(checked)) checked.then(() => done(), done);
+    else done();
   });
   // Browser apps of the configured origins may call the API (off unless listen.cors_origins is set).
   // Registered after the hook above, so that a preflight, which the plugin answers in its own hook,

@@ -10,10 +10,10 @@ export const CORS_RULES = {
  * The CORS headers of a request that is no preflight, for a route served outside Fastify (the chat
  * route), the same that @fastify/cors sets on every other route with the gateway's options (app.ts):
  * with `*` configured, any origin; else the request's origin when it is one of `origins`, and `Vary:
- * Origin` either way; the exposed headers always. None when no origin is configured (CORS off).
+ * Origin` either way; the exposed headers always. Undefined when no origin is configured (CORS off).
  */
-export function corsHeaders(origins: readonly string[]): (origin: string | undefined) => Record<string, string> {
-  if (origins.length === 0) return () => ({});
+export function corsHeaders(origins: readonly string[]): ((origin: string | undefined) => Record<string, string>) | undefined {
+  if (origins.length === 0) return undefined;
   const exposed = CORS_RULES.exposedHeaders.join(', ');
   if (origins.includes('*')) {
     const headers = { 'access-control-allow-origin': '*', 'access-control-expose-headers': exposed };

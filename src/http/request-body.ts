@@ -39,19 +39,8 @@ export function parseRequestBody(body: string): RequestBody {
 const TYPE_NAME = /^[\w!#$%&'*+.^`|~-]+$/;
 const SUBTYPE_NAME = /^[\w!#$%&'*+.^`|~-]+\s*$/;
 
-/** The last header read and what it was (a client sends the same one with every request). */
-let lastHeader: string | undefined;
-let lastWasMediaType = false;
-
 /** Whether a Content-Type header names a well-formed media type (`type/subtype`, parameters after `;`), as Fastify reads one. */
 export function isMediaType(header: string): boolean {
-  if (header === lastHeader) return lastWasMediaType;
-  lastWasMediaType = readsAsMediaType(header);
-  lastHeader = header;
-  return lastWasMediaType;
-}
-
-function readsAsMediaType(header: string): boolean {
   if (header === '' || header === 'undefined') return false;
   const semicolon = header.indexOf(';');
   const media = semicolon === -1 ? header : header.slice(0, semicolon);
@@ -62,49 +51,68 @@ function readsAsMediaType(header: string): boolean {
 const tooLarge = () => new GatewayError('payload_too_large', BODY_MESSAGES.tooLarge);
 
 /**
- * Reads a request's body, as Fastify reads the bodies of its routes (the same answers): none when the
+ * Reads requests' bodies as Fastify reads the bodies of its routes (the same answers): none when the
  * request declares none, a malformed Content-Type refused (415), more than `limitBytes` refused (413),
  * at once when Content-Length says so, and a body shorter or longer than its Content-Length refused (400).
  */
-export function readRequestBody(req: IncomingMessage, limitBytes: number): Promise<RequestBody> {
-  const { 'content-type': contentType, 'content-length': length, 'transfer-encoding': encoding } = req.headers;
-  if (contentType === undefined && encoding === undefined && (length === undefined || length === '0')) return Promise.resolve(NO_BODY);
-  if (contentType !== undefined && !isMediaType(contentType)) return Promise.reject(new GatewayError('unsupported_media_type', BODY_MESSAGES.mediaType));
-  const declared = Number(length);
-  if (declared > limitBytes) return Promise.reject(tooLarge());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let received = 0;
-    const stop = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-    };
-    const onData = (chunk: Buffer) => {
-      received += chunk.length;
-      if (received > limitBytes) {
+export class RequestBodies {
+  /** The last Content-Type read and whether it was one (a client sends the same one with every request). */
+  private lastType: string | undefined = undefined;
+  private lastWasMediaType = false;
+
+  constructor(private readonly limitBytes: number) {}
+
+  read(req: IncomingMessage): Promise<RequestBody> {
+    const { 'content-type': contentType, 'content-length': length, 'transfer-encoding': encoding } = req.headers;
+    if (contentType === undefined && encoding === undefined && (length === undefined || length === '0')) return Promise.resolve(NO_BODY);
+    if (contentType !== undefined && !this.isMediaType(contentType)) {
+      return Promise.reject(new GatewayError('unsupported_media_type', BODY_MESSAGES.mediaType));
+    }
+    const limitBytes = this.limitBytes;
+    const declared = Number(length);
+    if (declared > limitBytes) return Promise.reject(tooLarge());
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let received = 0;
+      const stop = () => {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.off('error', onError);
+      };
+      const onData = (chunk: Buffer) => {
+        received += chunk.length;
+        if (received > limitBytes) {
+          stop();
+          reject(tooLarge());
+          return;
+        }
+        chunks.push(chunk);
+      };
+      const onEnd = () => {
         stop();
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      stop();
-      if (!Number.isNaN(declared) && received !== declared) return reject(invalidRequest(BODY_MESSAGES.length));
-      const text = chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks, received).toString('utf8');
-      try {
-        resolve(parseRequestBody(text));
-      } catch (err) {
-        reject(err);
-      }
-    };
-    const onError = (err: Error) => {
-      stop();
-      reject(invalidRequest(`the request body could not be read (${err.message})`));
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-  });
+        if (!Number.isNaN(declared) && received !== declared) return reject(invalidRequest(BODY_MESSAGES.length));
+        const text = chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks, received).toString('utf8');
+        try {
+          resolve(parseRequestBody(text));
+        } catch (err) {
+          reject(err);
+        }
+      };
+      const onError = (err: Error) => {
+        stop();
+        reject(invalidRequest(`the request body could not be read (${err.message})`));
+      };
+      req.on('data', onData);
+      req.on('end', onEnd);
+      req.on('error', onError);
+    });
+  }
+
+  private isMediaType(header: string): boolean {
+    if (header !== this.lastType) {
+      this.lastWasMediaType = isMediaType(header);
+      this.lastType = header;
+    }
+    return this.lastWasMediaType;
+  }
 }

@@ -12,7 +12,7 @@ import { isPromise, type Awaitable } from '../../awaitable.js';
 import { errorAnswer, toHttpError, whyFailed } from '../error-handler.js';
 import type { KeyRecord } from '../../ledger/ledger.js';
 import { closedStatus, writeAccessLine } from '../access-line.js';
-import { readRequestBody, type RequestBody } from '../request-body.js';
+import { RequestBodies, type RequestBody } from '../request-body.js';
 import { requestIdOf, type RequestIds } from '../request-ids.js';
 
 export const CHAT_COMPLETIONS_PATH = '/api/v1/chat/completions';
@@ -28,16 +28,14 @@ export function isChatCompletion(req: IncomingMessage): boolean {
 /** What the HTTP app shares with a route it serves on node:http itself, outside the web framework (app.ts). */
 export interface NodeRouteContext {
   requestIds: RequestIds;
-  /** Whether the gateway is shutting down (what arrives meanwhile is answered 503). */
+  /** Whether the gateway is shutting down (what arrives meanwhile goes on a connection closed after it). */
   closing(): boolean;
+  /** What every request meets before its route (request-guard.ts). */
+  guard(ip: string, url: string): Awaitable<void>;
   /** The client's address, as the framework reads it (listen.trust_proxy). */
   clientIp(req: IncomingMessage): string;
-  /** The CORS headers of a request (cors-headers.ts). */
-  cors(origin: string | undefined): Record<string, string>;
-  /** The error a request that arrives while the gateway shuts down is answered with. */
-  shuttingDown(): Error;
-  /** The error a URL holding a NUL character is answered with. */
-  nulInUrl(): Error;
+  /** The CORS headers of a request (cors-headers.ts); undefined while CORS is off. */
+  cors: ((origin: string | undefined) => Record<string, string>) | undefined;
 }
 
 /**
@@ -95,8 +93,7 @@ export function chatCompletionsDoc(deps: AppDeps): RouteDoc {
  */
 export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): (req: IncomingMessage, res: ServerResponse) => void {
   const { ledger, clock, chat, inflight, config, logger, metrics } = deps;
-  const bodyLimit = Math.floor(config.listen.body_limit_mb * 1024 * 1024);
-  const corsOn = config.listen.cors_origins.length > 0;
+  const bodies = new RequestBodies(Math.floor(config.listen.body_limit_mb * 1024 * 1024));
 
   /** One request, from its arrival to its answer. Its objects keep one shape throughout (no property added later). */
   class ChatExchange {
@@ -143,58 +140,55 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
       return this.cors === undefined ? { 'x-request-id': this.reqId, ...own } : { 'x-request-id': this.reqId, ...this.cors, ...own };
     }
 
-    start(): void {
-      if (context.closing()) {
-        // As the framework does for what still arrives on open connections while it closes.
-        this.res.setHeader('connection', 'close');
-        return this.fail(context.shuttingDown());
-      }
-      let checked: Awaitable<void>;
+    /**
+     * Runs `step`, then `next` with what it answered: at once when it answers at once, else once it
+     * settles. A failure of `step` is answered (fail); one of `next` once it settled too (broke).
+     */
+    private then<T>(step: () => Awaitable<T>, next: (value: T) => unknown): void {
+      let value: Awaitable<T>;
       try {
-        checked = deps.ddos.check(context.clientIp(this.req));
+        value = step();
       } catch (err) {
         return this.fail(err);
       }
-      if (isPromise(checked))
-        checked
-          .then(
-            () => this.guarded(),
-            (err: unknown) => this.fail(err),
-          )
-          .catch((err: unknown) => this.broke(err));
-      else this.guarded();
+      if (!isPromise(value)) {
+        const after = next(value);
+        if (after instanceof Promise) after.catch((err: unknown) => this.broke(err));
+        return;
+      }
+      value
+        .then(
+          (v) => next(v),
+          (err: unknown) => this.fail(err),
+        )
+        .catch((err: unknown) => this.broke(err));
     }
 
-    /** Past the DDoS guard: the URL, then the key. */
+    start(): void {
+      // As the framework does for what still arrives on open connections while it closes.
+      if (context.closing()) this.res.setHeader('connection', 'close');
+      this.then(
+        () => context.guard(context.clientIp(this.req), this.req.url ?? ''),
+        () => this.guarded(),
+      );
+    }
+
+    /** Past the guard: the CORS headers, then the key. */
     private guarded(): void {
-      // A NUL character can be in no id, name or search of the gateway's.
-      if (this.req.url?.includes('%00')) return this.fail(context.nulInUrl());
-      if (corsOn) this.cors = context.cors(this.req.headers.origin);
-      let key: Awaitable<KeyRecord>;
-      try {
-        key = authenticateKey(this.req, ledger, clock, 'inference');
-      } catch (err) {
-        return this.fail(err);
-      }
-      if (isPromise(key))
-        key
-          .then(
-            (k) => this.authenticated(k),
-            (err: unknown) => this.fail(err),
-          )
-          .catch((err: unknown) => this.broke(err));
-      else this.authenticated(key);
+      if (context.cors) this.cors = context.cors(this.req.headers.origin);
+      this.then(
+        () => authenticateKey(this.req, ledger, clock, 'inference'),
+        (key) => this.authenticated(key),
+      );
     }
 
     /** The key is good: from here on the log line names it and its account, whatever refuses the request. */
     private authenticated(key: KeyRecord): void {
       this.log = logFields(key);
-      readRequestBody(this.req, bodyLimit)
-        .then(
-          (body) => this.serve(key, body),
-          (err: unknown) => this.fail(err),
-        )
-        .catch((err: unknown) => this.broke(err));
+      this.then(
+        () => bodies.read(this.req),
+        (body) => this.serve(key, body),
+      );
     }
 
     /** The route itself. Every path settles; each failure is answered once. */
