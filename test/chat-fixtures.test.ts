@@ -72,6 +72,26 @@ describe('relaying and charging recorded provider answers', () => {
     });
   }
 
+  it('sends a whole answer as its UTF-8 bytes, whether it is ASCII or not, with their count as its Content-Length', async () => {
+    const acct = await gw.account(1);
+    for (const content of ['plain ASCII text', 'naïve café, 日本語, 👋 and a lone \ud800 surrogate']) {
+      const answer = {
+        id: 'up',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      };
+      upstream.script({ kind: 'json', body: answer });
+      const res = await gw.fetch('/api/v1/chat/completions', { token: acct.key, body: { model: 'test/model', messages: [{ role: 'user', content: 'hi' }] } });
+      const bytes = Buffer.from(await res.arrayBuffer());
+      expect(res.status).toBe(200);
+      expect(Number(res.headers.get('content-length'))).toBe(bytes.length);
+      // (The upstream writes the lone surrogate as JSON.stringify does, as an escape, which is relayed as written.)
+      expect((JSON.parse(bytes.toString('utf8')) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content).toBe(content);
+    }
+  });
+
   for (const [file, prompt, completion, cost] of streams) {
     it(`relays ${file} as SSE with usage and cost in the last chunk, and charges it once`, async () => {
       const events = fixtureChunks(file);

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../src/clock.js';
 import { isMediaType } from '../src/http/request-body.js';
 import { requestLogLine } from './helpers/log-lines.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
@@ -177,6 +178,42 @@ describe("the chat route's DDoS guard counts the address the framework reads", (
       for (const client of ['203.0.113.1', '203.0.113.1', '203.0.113.1', '203.0.113.2']) statuses.push((await post(client)).status);
       // The clock is the test's and stands still: all four fall in one second.
       expect(statuses).toEqual(trust ? [200, 200, 429, 200] : [200, 200, 429, 429]);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
+describe('the chat route, when something fails that no path of it answers (a bug)', () => {
+  /** A clock whose scheduling fails once, for the request deadline only (DEADLINE_MS, which nothing else asks for). */
+  const DEADLINE_MS = 123_457;
+  class DeadlineFailingClock extends ManualClock {
+    failDeadline = false;
+    override schedule(delayMs: number, fn: () => void) {
+      if (this.failDeadline && delayMs === DEADLINE_MS) {
+        this.failDeadline = false;
+        throw new Error('the clock could not schedule (injected)');
+      }
+      return super.schedule(delayMs, fn);
+    }
+  }
+
+  it('answers 500 with an error body and no details, logs the error with the request id, and goes on serving', async () => {
+    const clock = new DeadlineFailingClock(Date.now());
+    const gw = await startTestGateway({ limits: { request_deadline_ms: DEADLINE_MS } }, clock);
+    try {
+      const { key } = await gw.account(10);
+      clock.failDeadline = true;
+      const res = await gw.fetch(CHAT, { token: key, body: hello, headers: { 'x-request-id': 'broke-1' } });
+      expect(res.status).toBe(500);
+      expect(res.headers.get('x-request-id')).toBe('broke-1');
+      const text = await res.text();
+      expect(JSON.parse(text)).toEqual({ error: { code: 500, message: 'internal error; the details are in the gateway log' } });
+      expect(text).not.toContain('injected');
+      expect(await requestLogLine(gw.log, 'broke-1')).toMatchObject({ status: 500, path: CHAT });
+      expect(gw.log.text.split('\n').some((l) => l.includes('unexpected error') && l.includes('injected') && l.includes('broke-1'))).toBe(true);
+      // The process is still up, and the next request is served.
+      expect((await gw.fetch(CHAT, { token: key, body: hello })).status).toBe(200);
     } finally {
       await gw.close();
     }

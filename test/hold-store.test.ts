@@ -475,7 +475,7 @@ describe('hold store: Redis, an answer an operation cannot read', () => {
     const real = seam.applyCall.bind(store);
     seam.applyCall = async (accountId, encoded) => {
       const answers = (await real(accountId, encoded)) as unknown[];
-      return encoded.length > 1 ? [answers[0], ['ok'], ...answers.slice(2)] : answers;
+      return encoded.length > 1 ? [answers[0], 'ok', ...answers.slice(2)] : answers;
     };
     try {
       await store.record(snapshot(10n * C));

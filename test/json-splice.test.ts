@@ -122,6 +122,24 @@ describe('issue 9: splicing JSON text instead of rebuilding it', () => {
     expect(JSON.parse(answerWriter(spliced, JSON.parse(spliced), served)(usage))).not.toHaveProperty('x_groq');
   });
 
+  it("leaves out every null that OpenRouter's schema allows only absent, of a whole answer's message and of a chunk's delta", () => {
+    const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, cost: 0.5, is_byok: false };
+    for (const field of ['tool_calls', 'reasoning_details', 'images', 'audio', 'function_call', 'name']) {
+      const answer = { id: 'u', choices: [{ index: 0, message: { role: 'assistant', content: 'x', [field]: null }, finish_reason: 'stop' }] };
+      const out = JSON.parse(answerWriter(JSON.stringify(answer), answer, served)(usage)) as { choices: Array<{ message: unknown }> };
+      expect(out.choices[0]?.message, field).toEqual({ role: 'assistant', content: 'x' });
+      const chunk = {
+        id: 'u',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'm',
+        choices: [{ index: 0, delta: { content: 'x', [field]: null }, finish_reason: null }],
+      };
+      const relayed = relayedChunkText(streamEvent(utf8Bytes(JSON.stringify(chunk)), chunk), served, chunkHead(served));
+      expect((JSON.parse(utf8Text(relayed ?? utf8Bytes('{}'))) as { choices: Array<{ delta: unknown }> }).choices[0]?.delta, field).toEqual({ content: 'x' });
+    }
+  });
+
   it('chunks of any shape are relayed as the reference relays them', () => {
     const delta = fc.record(
       {

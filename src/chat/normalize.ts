@@ -90,14 +90,21 @@ function normalizeChoices(choices: unknown, key: 'message' | 'delta'): Obj[] {
   });
 }
 
+/**
+ * Whether one of NOT_NULLABLE's fields is null in `o`: each read by its name, where a loop over the
+ * names made each a keyed load that V8 looks up the slow way (~140 instructions a field, a choice).
+ */
+function hasNullNotNullable(o: Obj): boolean {
+  return o.tool_calls === null || o.reasoning_details === null || o.images === null || o.audio === null || o.function_call === null || o.name === null;
+}
+
 /** Whether normalizeChoices would leave `choices` as they are (so their text can be relayed as sent). */
 function choicesClean(choices: unknown, key: 'message' | 'delta'): boolean {
   if (!Array.isArray(choices)) return false;
   for (const c of choices) {
     if (!isJsonObject(c) || typeof c.index !== 'number' || !('finish_reason' in c)) return false;
     const inner = c[key];
-    if (!isJsonObject(inner)) return false;
-    for (const field of NOT_NULLABLE) if (inner[field] === null) return false;
+    if (!isJsonObject(inner) || hasNullNotNullable(inner)) return false;
     if (key === 'message' ? inner.role !== 'assistant' : 'role' in inner && inner.role !== 'assistant') return false;
   }
   return true;

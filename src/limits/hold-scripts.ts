@@ -421,7 +421,7 @@ end
  *       balance('' for none, else 1) amountHi amountLo
  *       budget('' for none, else 1) amountHi amountLo thresholdHi thresholdLo fractionPpm ceilingHi ceilingLo:
  *       admit a request: refuse (naming the first limit in the contract's order) or take every hold it
- *       asks for. Its answer (all strings): {'ok', now, balHi, balLo, budget hold taken 0/1} |
+ *       asks for. Its answer is one string, these fields separated by tabs: {'ok', now, balHi, balLo, budget hold taken 0/1} |
  *       {'snapshot', account 0/1, key 0/1} | {'negative', balHi, balLo} | {'key', usedHi, usedLo, heldHi,
  *       heldLo} | {'balance', balHi, balLo, heldHi, heldLo} | {'weight', budgetHi, budgetLo} | {'budget',
  *       budgetHi, budgetLo, heldHi, heldLo, now, then per hold: hi, lo, until, settling};
@@ -445,6 +445,9 @@ for i = 2, #ARGV do
   for field in string.gmatch(ARGV[i], '([^\\t]*)\\t') do ARG[#ARG + 1] = field end
 end
 purge()
+-- An admission's answer is one string, its fields separated by tabs: one RESP element for the
+-- gateway to read, where a field each cost it one each (its reader's cost goes by elements).
+local function fields(t) return table.concat(t, '\\t') end
 local function admit(a)
   local id, lease = ARG[a], tonumber(ARG[a + 1])
   local bh, bl = money()
@@ -452,23 +455,23 @@ local function admit(a)
   local kuh, kul, kbh, kbl
   if keyHash ~= '' then kuh, kul, kbh, kbl = key_usage(keyHash, keyPeriod) end
   if bh == nil or (keyHash ~= '' and kuh == nil) then
-    return { 'snapshot', bh == nil and '1' or '0', (keyHash ~= '' and kuh == nil) and '1' or '0' }
+    return fields({ 'snapshot', bh == nil and '1' or '0', (keyHash ~= '' and kuh == nil) and '1' or '0' })
   end
-  if ARG[a + 2] == '1' and bh < 0 then return { 'negative', fmt(bh), fmt(bl) } end
+  if ARG[a + 2] == '1' and bh < 0 then return fields({ 'negative', fmt(bh), fmt(bl) }) end
   if keyHash ~= '' then
     local uh, ul = kuh, kul
     if ARG[a + 5] == '1' then uh, ul = add(uh, ul, kbh, kbl) end
     local hh, hl = total('k:' .. keyHash)
     local nh, nl = add(uh, ul, hh, hl)
     nh, nl = add(nh, nl, tonumber(ARG[a + 8]), tonumber(ARG[a + 9]))
-    if lt(tonumber(ARG[a + 6]), tonumber(ARG[a + 7]), nh, nl) then return { 'key', fmt(uh), fmt(ul), fmt(hh), fmt(hl) } end
+    if lt(tonumber(ARG[a + 6]), tonumber(ARG[a + 7]), nh, nl) then return fields({ 'key', fmt(uh), fmt(ul), fmt(hh), fmt(hl) }) end
   end
   if ARG[a + 10] ~= '' then
     local hh, hl = total('r')
     local nh, nl = add(hh, hl, tonumber(ARG[a + 11]), tonumber(ARG[a + 12]))
     local ah, al = bh, bl
     if ah < 0 then ah, al = 0, 0 end
-    if lt(ah, al, nh, nl) then return { 'balance', fmt(bh), fmt(bl), fmt(hh), fmt(hl) } end
+    if lt(ah, al, nh, nl) then return fields({ 'balance', fmt(bh), fmt(bl), fmt(hh), fmt(hl) }) end
   end
   local budgetHi, budgetLo
   if ARG[a + 13] ~= '' and lt(bh, bl, tonumber(ARG[a + 16]), tonumber(ARG[a + 17])) then
@@ -483,7 +486,7 @@ local function admit(a)
       if lt(ch, cl, budgetHi, budgetLo) then budgetHi, budgetLo = ch, cl end
     end
     local ah, al = tonumber(ARG[a + 14]), tonumber(ARG[a + 15])
-    if lt(budgetHi, budgetLo, ah, al) then return { 'weight', fmt(budgetHi), fmt(budgetLo) } end
+    if lt(budgetHi, budgetLo, ah, al) then return fields({ 'weight', fmt(budgetHi), fmt(budgetLo) }) end
     local hh, hl = total('b')
     local nh, nl = add(hh, hl, ah, al)
     if lt(budgetHi, budgetLo, nh, nl) then
@@ -492,7 +495,7 @@ local function admit(a)
         local t = split(v)
         out[#out + 1] = t[1]; out[#out + 1] = t[2]; out[#out + 1] = t[3]; out[#out + 1] = t[4]
       end
-      return out
+      return fields(out)
     end
   end
   local untilMs = now + lease
@@ -500,7 +503,7 @@ local function admit(a)
   if keyHash ~= '' then put_hold('k:' .. keyHash, id, ARG[a + 8], ARG[a + 9], untilMs, untilText, '0') end
   if ARG[a + 10] ~= '' then put_hold('r', id, ARG[a + 11], ARG[a + 12], untilMs, untilText, '0') end
   if budgetHi ~= nil then put_hold('b', id, ARG[a + 14], ARG[a + 15], untilMs, untilText, '0') end
-  return { 'ok', nowText, fmt(bh), fmt(bl), budgetHi ~= nil and '1' or '0' }
+  return fields({ 'ok', nowText, fmt(bh), fmt(bl), budgetHi ~= nil and '1' or '0' })
 end
 local function settle(a)
   local id, keyHash = ARG[a], ARG[a + 5]

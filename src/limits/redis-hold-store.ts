@@ -225,7 +225,7 @@ export class RedisHoldStore implements HoldStore {
     return new Promise((resolve, reject) => {
       const op: Write = {
         args,
-        applied: (_now, answer) => resolve(this.admitted(req, answer as string[])),
+        applied: (_now, answer) => resolve(this.admitted(req, (answer as string).split('\t'))),
         failed: (err) => {
           // The holds may have been taken: forget them here, and take them back from Redis when it answers.
           if (!this.mirror.has(req.id)) this.watch(req.id, { accountId: req.accountId, keyHash: req.key?.hash ?? '' });
@@ -237,7 +237,7 @@ export class RedisHoldStore implements HoldStore {
     });
   }
 
-  /** What an admission's answer from the APPLY script says. */
+  /** What an admission's answer from the APPLY script says (its fields, which come as one string separated by tabs). */
   private admitted(req: AdmitRequest, r: string[]): AdmitResult {
     const b = req.budget;
     const a = (i: number) => r[i] as string;

@@ -14,6 +14,7 @@ import type { KeyRecord } from '../../ledger/ledger.js';
 import { closedStatus, writeAccessLine } from '../access-line.js';
 import { RequestBodies, type RequestBody } from '../request-body.js';
 import { requestIdOf, type RequestIds } from '../request-ids.js';
+import { encodingFor } from '../../utf8-bytes.js';
 
 export const CHAT_COMPLETIONS_PATH = '/api/v1/chat/completions';
 
@@ -216,15 +217,12 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
         if (routed.failures.length > 0) log.fallbacks = triedProviders(routed.failures);
         if (routed.answer.kind === 'json') {
           const text = await chat.complete(started);
+          const bytes = Buffer.byteLength(text);
           res.writeHead(
             200,
-            this.headers({
-              'x-generation-id': served.id,
-              'content-type': 'application/json; charset=utf-8',
-              'content-length': String(Buffer.byteLength(text)),
-            }),
+            this.headers({ 'x-generation-id': served.id, 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes) }),
           );
-          res.end(text);
+          res.end(text, encodingFor(text, bytes));
           return;
         }
         streaming = true;
@@ -256,12 +254,10 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
       const res = this.res;
       if (res.headersSent || res.destroyed) return;
       const text = JSON.stringify(answer.body);
+      const bytes = Buffer.byteLength(text);
       try {
-        res.writeHead(
-          answer.status,
-          this.headers({ ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) }),
-        );
-        res.end(text);
+        res.writeHead(answer.status, this.headers({ ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes) }));
+        res.end(text, encodingFor(text, bytes));
       } catch {
         res.destroy(); // a head that cannot be written: the client sees the connection end
       }
