@@ -71,8 +71,8 @@ describe('plain chunks (relayed without parsing)', () => {
       expect(plain.delivered).toBe(slow.delivered);
       expect(plain.choice).toBe(slow.choice);
       expect(plain.output).toBe(slow.output);
+      expect(plain.finishReason).toBe(slow.finish);
       expect(slow.usage).toBeUndefined();
-      expect(slow.finish).toBeUndefined();
     }
   });
 
@@ -89,20 +89,31 @@ describe('plain chunks (relayed without parsing)', () => {
       () => '{}',
     ];
     // Any choice's delta: an `n` > 1 stream's chunks each carry one of its answers, counted apart.
-    const chunk = (d: string, index: number) =>
-      `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":${index},"delta":${d},"finish_reason":null}]}`;
+    // Mid-answer (no finish reason) or at its end.
+    const chunk = (d: string, index: number, finish: string | null) =>
+      `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":${index},"delta":${d},"finish_reason":${JSON.stringify(finish)}}]}`;
+    const finishes = fc.constantFrom(null, null, 'stop', 'length', 'tool_calls', 'content_filter');
     fc.assert(
-      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.nat(deltas.length - 1), fc.nat(999_999_999), (a, b, which, index) => {
-        const text = chunk((deltas[which] as (a: string, b: string) => string)(a, b), index);
-        const plain = plainStreamEvent(text);
-        expect(plain).toBeDefined();
-        const slow = parsed(text);
-        expect(relayedChunkText(plain!, served, head)).toBe(slow.relayed);
-        expect(plain!.delivered).toBe(slow.delivered);
-        expect(plain!.choice).toBe(index);
-        expect(slow.choice).toBe(slow.delivered === '' ? 0 : index);
-        expect(plain!.output).toBe(slow.output);
-      }),
+      fc.property(
+        fc.string({ unit: 'binary' }),
+        fc.string({ unit: 'grapheme' }),
+        fc.nat(deltas.length - 1),
+        fc.nat(999_999_999),
+        finishes,
+        (a, b, which, index, finish) => {
+          const text = chunk((deltas[which] as (a: string, b: string) => string)(a, b), index, finish);
+          const plain = plainStreamEvent(text);
+          expect(plain).toBeDefined();
+          const slow = parsed(text);
+          expect(relayedChunkText(plain!, served, head)).toBe(slow.relayed);
+          expect(plain!.delivered).toBe(slow.delivered);
+          expect(plain!.choice).toBe(index);
+          expect(slow.choice).toBe(slow.delivered === '' ? 0 : index);
+          expect(plain!.output).toBe(slow.output);
+          expect(plain!.finishReason).toBe(slow.finish);
+          expect(plain!.finishReason).toBe(finish ?? undefined);
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -131,7 +142,7 @@ describe('plain chunks (relayed without parsing)', () => {
     );
   });
 
-  it('reads the text chunks of OpenAI, DeepSeek, Groq and Mistral as plain, and their finish and usage chunks as not', () => {
+  it('reads the text and finish chunks of OpenAI, DeepSeek, Groq, and Mistral as plain, and those with usage or extras as not', () => {
     const byFile = new Map(fixtureChunks());
     for (const file of [
       'openai-text.chunks.txt',
@@ -142,13 +153,15 @@ describe('plain chunks (relayed without parsing)', () => {
     ]) {
       const lines = byFile.get(file) ?? [];
       const plain = lines.filter((l) => plainChunk(l) !== undefined);
-      // Every chunk but those that carry a finish reason, usage or the provider's extras.
-      const mustParse = lines.filter((l) => {
-        const s = parsed(l);
-        return s.finish !== undefined || s.usage !== undefined || l.includes('"x_groq"');
-      });
+      // Every chunk but those that carry usage or the provider's extras.
+      const mustParse = lines.filter((l) => parsed(l).usage !== undefined || l.includes('"x_groq"'));
       expect(plain.length, file).toBe(lines.length - mustParse.length);
       expect(plain.length, file).toBeGreaterThan(5);
+      // Each answer's end, where it came without usage, is read as plain, its finish reason with it.
+      const ends = lines.filter((l) => parsed(l).finish !== undefined && !mustParse.includes(l));
+      for (const end of ends) expect(plainStreamEvent(end), file).toMatchObject({ finishReason: parsed(end).finish, output: true });
+      // OpenAI ends an answer with a chunk of its own; the others put their usage (or extras) in it.
+      if (file === 'openai-text.chunks.txt') expect(ends.length, file).toBe(1);
     }
   });
 
@@ -190,7 +203,9 @@ describe('plain chunks (relayed without parsing)', () => {
   });
 
   it.each([
-    ['a finish reason', `{${base},"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`],
+    ['a finish reason with an escape', `{${base},"choices":[{"index":0,"delta":{},"finish_reason":"st\\u006fp"}]}`],
+    ['a finish reason that is not a word of lower-case letters', `{${base},"choices":[{"index":0,"delta":{},"finish_reason":"Stop"}]}`],
+    ['an empty finish reason', `{${base},"choices":[{"index":0,"delta":{},"finish_reason":""}]}`],
     ['usage', `{${base},"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`],
     ['an error', `{${base},"error":{"message":"boom"},"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`],
     ['tool calls', delta('{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}')],

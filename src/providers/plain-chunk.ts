@@ -3,12 +3,13 @@ import { deliveredOf, type DeliveredBody } from './delivered-text.js';
 
 /**
  * Most chunks of a streamed answer carry a few words of text and nothing else the gateway must read
- * or change: one choice whose delta holds content or reasoning, no finish reason, no usage, no error.
+ * or change: one choice whose delta holds content or reasoning, no usage, no error; so does the
+ * chunk that ends an answer with its finish reason (a plain word, `"stop"`, read from the match).
  * Such a chunk is recognised here by one regular expression over its text, compiled once by V8 to
  * native code, instead of being parsed, normalised and spliced member by member: the expression
  * admits only valid JSON of that shape (every string checked for escapes and control characters), so
- * what it accepts is relayed as it was sent, behind the gateway's own fields. Anything else (a finish
- * reason, usage, an error, tool calls, another field, other spacing or order) is parsed as before.
+ * what it accepts is relayed as it was sent, behind the gateway's own fields. Anything else (usage,
+ * an error, tool calls, another field, other spacing or order) is parsed as before.
  * The chunk is read as its UTF-8 bytes (utf8-bytes.ts): the expression's string characters admit any
  * byte of a character beyond ASCII, and the reader made sure they are UTF-8.
  */
@@ -21,8 +22,10 @@ export interface PlainChunk {
   members: Utf8Bytes;
   /** The text the chunk delivers (as a JSON string's body: delivered-text.ts): its content, then its reasoning (the longer of its two names). */
   delivered: DeliveredBody;
-  /** Whether it carries output (non-empty content or reasoning). */
+  /** Whether it carries output (non-empty content or reasoning, or a finish reason), as stream-event.ts's carriesOutput reads a chunk. */
   output: boolean;
+  /** Its choice's finish reason, when it ends the answer (a plain word: one with escapes is left to the parser). */
+  finishReason: string | undefined;
   /** The index of its choice (an `n` > 1 stream's chunks each carry one of its answers). */
   choice: number;
 }
@@ -38,7 +41,7 @@ const DELTA_MEMBER = `(?:"role":"assistant"|"(?:content|reasoning|reasoning_cont
  * over its choices (DELTA_TEXT: ~13,000 instructions a stream of the bench's 22 chunks).
  */
 const DELTA = String.raw`(?:\{"content":(${STR})\}|\{(?:${DELTA_MEMBER}(?:,${DELTA_MEMBER})*)?\})`;
-const CHOICE = String.raw`\{"index":(0|[1-9]\d{0,8}),"delta":${DELTA}(?:,"logprobs":null)?,"finish_reason":null(?:,"logprobs":null)?\}`;
+const CHOICE = String.raw`\{"index":(0|[1-9]\d{0,8}),"delta":${DELTA}(?:,"logprobs":null)?,"finish_reason":(?:null|"([a-z_]{1,32})")(?:,"logprobs":null)?\}`;
 const FINGERPRINT = `,"system_fingerprint":${STR_OR_NULL}`;
 
 /**
@@ -46,7 +49,8 @@ const FINGERPRINT = `,"system_fingerprint":${STR_OR_NULL}`;
  * the upstream's own fields (HEAD), then (REST) the optional service tier and fingerprint, the
  * choices, then optionally usage (null), a fingerprint written after the choices, and OpenAI's
  * obfuscation padding. REST's groups: 1 service tier, 2 fingerprint before, 3 choices, 4 the choice's
- * index and 5 the content of a content-only delta (in the choices), 6 fingerprint after, 7 obfuscation.
+ * index, 5 the content of a content-only delta and 6 the finish reason (in the choices), 7 fingerprint
+ * after, 8 obfuscation.
  * An index of ten digits or more is left to the parser.
  */
 const HEAD = String.raw`\{"id":${STR},"object":"chat\.completion\.chunk","created":${NUM},"model":${STR}`;
@@ -66,8 +70,14 @@ function stringBody(literal: string): DeliveredBody {
   return literal.slice(1, -1) as DeliveredBody;
 }
 
-function plain(members: string, delivered: DeliveredBody, choice: number): PlainChunk {
-  return { members: (members.startsWith(',') ? members.slice(1) : members) as Utf8Bytes, delivered, output: delivered.length > 0, choice };
+function plain(members: string, delivered: DeliveredBody, choice: number, finishReason: string | undefined): PlainChunk {
+  return {
+    members: (members.startsWith(',') ? members.slice(1) : members) as Utf8Bytes,
+    delivered,
+    output: delivered.length > 0 || finishReason !== undefined,
+    choice,
+    finishReason,
+  };
 }
 
 /** The longer of two texts (by their length as text, as the parsing path compares them); `a` when as long. */
@@ -123,15 +133,16 @@ function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
   const index = m[first + 3];
   const choice = index === undefined || index === '0' ? 0 : Number(index);
   const onlyContent = m[first + 4];
-  const after = m[first + 5];
-  const obfuscation = m[first + 6] ?? '';
+  const finishReason = m[first + 5];
+  const after = m[first + 6];
+  const obfuscation = m[first + 7] ?? '';
   // A fingerprint written twice is left to the parser (JSON.parse keeps the last of two keys).
   if (before !== undefined && after !== undefined) return undefined;
   const fingerprint = before ?? after;
   const keptFingerprint = fingerprint === undefined || fingerprint === FINGERPRINT_NULL ? '' : fingerprint;
   // In the order written: tier and a fingerprint before the choices, or the choices and a fingerprint after.
   const members = (before !== undefined ? `${tier}${keptFingerprint},${choices}` : `${tier},${choices}${keptFingerprint}`) + obfuscation;
-  if (onlyContent !== undefined) return plain(members, stringBody(onlyContent), choice);
+  if (onlyContent !== undefined) return plain(members, stringBody(onlyContent), choice, finishReason);
   // As JSON.parse would read the delta: the last of a key written twice.
   let content = '' as DeliveredBody;
   let reasoning = '' as DeliveredBody;
@@ -146,5 +157,5 @@ function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
     else if (key === 'reasoning') reasoning = value;
     else reasoningContent = value;
   }
-  return plain(members, (content + longerText(reasoning, reasoningContent)) as DeliveredBody, choice);
+  return plain(members, (content + longerText(reasoning, reasoningContent)) as DeliveredBody, choice, finishReason);
 }

@@ -64,7 +64,7 @@ export function plainStreamEvent(text: Utf8Bytes, chunks: PlainChunks): PlainStr
       text,
       plain: plain.members,
       usage: undefined,
-      finishReason: undefined,
+      finishReason: plain.finishReason,
       output: plain.output,
       delivered: plain.delivered,
       choice: plain.choice,
