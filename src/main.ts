@@ -15,7 +15,8 @@ import { KeyService } from './admin/key-service.js';
 import { ManagementService } from './admin/management-service.js';
 import { ReportService } from './admin/report-service.js';
 import { ChatService } from './chat/chat-service.js';
-import { systemClock, type Clock } from './clock.js';
+import type { Clock } from './clock.js';
+import { TurnClock } from './turn-clock.js';
 import type { Config } from './config/schema.js';
 import type { ChangeFeed } from './events/change-feed.js';
 import { MemoryChangeFeed } from './events/memory-change-feed.js';
@@ -171,7 +172,7 @@ function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapt
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   // ioredis, imported above, left String.prototype slow for every string method call (fast-string-prototype.ts).
   restoreFastStringPrototype();
-  const clock = options.clock ?? systemClock;
+  const clock = options.clock ?? new TurnClock();
   const logger = options.logger ?? createLogger(config.log_level);
   const db = openDatabase(config.database_url);
   await migrateToLatest(db);
