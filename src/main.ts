@@ -15,7 +15,7 @@ import { KeyService } from './admin/key-service.js';
 import { ManagementService } from './admin/management-service.js';
 import { ReportService } from './admin/report-service.js';
 import { ChatService } from './chat/chat-service.js';
-import type { Clock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import { TurnClock } from './turn-clock.js';
 import type { Config } from './config/schema.js';
 import type { ChangeFeed } from './events/change-feed.js';
@@ -172,7 +172,10 @@ function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapt
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   // ioredis, imported above, left String.prototype slow for every string method call (fast-string-prototype.ts).
   restoreFastStringPrototype();
-  const clock = options.clock ?? new TurnClock();
+  // A serving gateway reads the time once a turn for all the requests of the turn (turn-clock.ts); one
+  // that does not listen (a CLI verb: one change, then exit) has nothing to share a reading with, and
+  // its start may be one long turn of synchronous SQLite work that a kept reading would lag behind.
+  const clock = options.clock ?? (options.listen === false ? systemClock : new TurnClock());
   const logger = options.logger ?? createLogger(config.log_level);
   const db = openDatabase(config.database_url);
   await migrateToLatest(db);

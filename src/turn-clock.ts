@@ -9,7 +9,8 @@ import { systemClock, type Clock, type Timer } from './clock.js';
  * immediate), as nginx caches its time per event-loop iteration.
  *
  * What a reading may lag by is what is left of the turn it was taken in: the callbacks of that turn's
- * poll phase run after it (under load, a few milliseconds of requests). Nothing the gateway times
+ * poll phase run after it (under load, a few milliseconds of requests); one taken in a check phase
+ * lasts through the next turn's timers and poll phase, which do not wait while its immediate is due. Nothing the gateway times
  * needs finer than that: holds' leases and settlement windows are seconds, the caches' ages seconds,
  * the DDoS and rate-limit windows a second and more, a generation's latency is in milliseconds.
  * Timers (`schedule`) are the system's, not affected.
@@ -31,8 +32,10 @@ export class TurnClock implements Clock {
     if (!this.fresh) {
       this.reading = this.read();
       this.fresh = true;
-      // Unreferenced: it keeps no process alive, and a loop that ends has no more reads to make.
-      setImmediate(this.forget).unref();
+      // Referenced, so that while it waits the loop does not sleep in its poll phase: a reading taken
+      // in a check phase (an immediate's) is forgotten in the next turn's without the loop going idle
+      // in between, where an unreferenced one would be kept through the idle wait and lag by all of it.
+      setImmediate(this.forget);
     }
     return this.reading;
   }

@@ -46,6 +46,22 @@ describe('the gateway clock, read once an event-loop turn', () => {
     expect(read.calls).toBe(1);
   });
 
+  it('holds the event loop awake while it keeps a reading, so that the loop never sleeps on a reading it will then hand out', async () => {
+    // The reading is forgotten by an immediate; were that immediate unreferenced, a loop with nothing
+    // else due would sleep in its poll phase first, and an I/O callback that woke it would be handed a
+    // reading as old as the sleep. A referenced immediate is an active resource: the loop does not wait.
+    await nextTurn();
+    const immediates = () => process.getActiveResourcesInfo().filter((r) => r === 'Immediate').length;
+    const before = immediates();
+    const clock = new TurnClock(countingRead());
+    clock.now();
+    expect(immediates()).toBe(before + 1);
+    clock.now();
+    expect(immediates()).toBe(before + 1);
+    await nextTurn();
+    expect(immediates()).toBe(before);
+  });
+
   it('schedules on the clock it is given, not at its reading', () => {
     const base = new ManualClock(0);
     const clock = new TurnClock(() => base.now(), base);
