@@ -10,9 +10,10 @@ import { systemClock, type Clock, type Timer } from './clock.js';
  *
  * What a reading may lag by is what is left of the turn it was taken in: the callbacks of that turn's
  * poll phase run after it (under load, a few milliseconds of requests); one taken in a check phase
- * lasts through the next turn's timers and poll phase, which do not wait while its immediate is due. Nothing the gateway times
- * needs finer than that: holds' leases and settlement windows are seconds, the caches' ages seconds,
- * the DDoS and rate-limit windows a second and more, a generation's latency is in milliseconds.
+ * lasts through the next turn's timers and poll phase, which do not wait while its immediate is due.
+ * Nothing the gateway times needs finer than that: holds' leases and settlement windows are seconds,
+ * the caches' ages seconds, the DDoS and rate-limit windows a second and more, a generation's latency
+ * is in milliseconds.
  * Timers (`schedule`) are the system's, not affected.
  */
 export class TurnClock implements Clock {
