@@ -1,4 +1,5 @@
 import { Cancellation, type CancelSignal } from './cancellation.js';
+import { systemClock, type Clock } from './clock.js';
 
 /** A call's cancellation: the caller's signal, or its own timeout, whichever comes first. */
 export interface CallTimeout {
@@ -8,17 +9,17 @@ export interface CallTimeout {
 }
 
 /**
- * A signal that aborts when `parent` does, or with a `TimeoutError` after `ms`. The timer holds the
- * cancellation, so the timeout lives exactly as long as the call (unlike `AbortSignal.timeout` inside
- * `AbortSignal.any`, which a garbage collection may drop while the call still runs), and `clear()`
- * leaves no timer or listener behind.
+ * A signal that aborts when `parent` does, or with a `TimeoutError` after `ms` (a timer of `timers`). The
+ * timer holds the cancellation, so the timeout lives exactly as long as the call (unlike
+ * `AbortSignal.timeout` inside `AbortSignal.any`, which a garbage collection may drop while the call
+ * still runs), and `clear()` leaves no timer or listener behind.
  */
-export function callTimeout(parent: CancelSignal, ms: number): CallTimeout {
+export function callTimeout(parent: CancelSignal, ms: number, timers: Pick<Clock, 'schedule'> = systemClock): CallTimeout {
   const own = new Cancellation();
   const onParentAbort = () => own.abort(parent.reason);
-  const timer = setTimeout(() => own.abort(new DOMException(`the call took longer than ${ms} ms`, 'TimeoutError')), ms);
+  const timer = timers.schedule(ms, () => own.abort(new DOMException(`the call took longer than ${ms} ms`, 'TimeoutError')));
   const clear = () => {
-    clearTimeout(timer);
+    timer.cancel();
     parent.off('abort', onParentAbort);
   };
   own.once('abort', clear);

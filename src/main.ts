@@ -63,6 +63,7 @@ const FEED_START_WAIT_MS = 2_000;
 const FEED_HEARTBEAT_MS = 500;
 
 export interface GatewayOptions {
+  /** The gateway's time and the timers of the spec's time (deadlines, leases, windows); waits on I/O keep real time. */
   clock?: Clock;
   logger?: Logger;
   /** Listen on config.listen (true, the default) or only build the app (false, for in-process tests). */
@@ -154,7 +155,7 @@ async function startChangeFeed(config: Config, redis: RedisConnections | undefin
   return feed;
 }
 
-function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapter> {
+function buildProviders(config: Config, clock: Clock, timers: Clock): Map<string, ProviderAdapter> {
   const providers = new Map<string, ProviderAdapter>();
   for (const p of config.providers) {
     if (p.type === 'demo') {
@@ -162,7 +163,7 @@ function buildProviders(config: Config, clock: Clock): Map<string, ProviderAdapt
     } else {
       const timeouts = { firstByte: p.timeouts_ms.first_byte, idle: p.timeouts_ms.idle, total: p.timeouts_ms.total };
       const pool = OpenAiProvider.poolFor(p.base_url, p.connections, timeouts);
-      providers.set(p.id, new OpenAiProvider({ id: p.id, baseUrl: p.base_url, timeouts, clock, pool }));
+      providers.set(p.id, new OpenAiProvider({ id: p.id, baseUrl: p.base_url, timeouts, clock, timers, pool }));
     }
   }
   return providers;
@@ -176,6 +177,10 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   // that does not listen (a CLI verb: one change, then exit) has nothing to share a reading with, and
   // its start may be one long turn of synchronous SQLite work that a kept reading would lag behind.
   const clock = options.clock ?? (options.listen === false ? systemClock : new TurnClock());
+  // What times waits on I/O (an upstream call's total limit, an answer's bounded wait for its charge):
+  // real time, which a test's clock (moving the spec's time: deadlines, leases, windows) does not
+  // move, as it does not move the network; on a serving gateway the turn clock's timer lists.
+  const ioTimers: Clock = options.clock ? systemClock : clock;
   const logger = options.logger ?? createLogger(config.log_level);
   const db = openDatabase(config.database_url);
   await migrateToLatest(db);
@@ -204,6 +209,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       logger.error({ charge: toChargeRecord(charge) }, UNWRITTEN_CHARGE);
     },
     durableWaitMs: config.ledger.durable_wait_ms,
+    timers: ioTimers,
     maxQueuedCharges: config.ledger.max_queued_charges,
     shutdownDeadlineMs: config.ledger.shutdown_deadline_ms,
     // PostgreSQL: charges the database does not take in time are kept on disk before their answers go.
@@ -263,7 +269,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const promMetrics = new PromMetrics();
   const health = new ProviderHealth(now);
   const metrics = teeMetrics(promMetrics, health);
-  const providers = buildProviders(config, clock);
+  const providers = buildProviders(config, clock, ioTimers);
   const catalog = new Catalog(config);
   const vault = new ByokVault(ledger, new SecretBox(secretsKey.value), feed, { now, liveTtlMs });
   const prefix = config.redis_key_prefix;

@@ -1,4 +1,5 @@
 import { systemClock, type Clock, type Timer } from './clock.js';
+import { TimerLists } from './timer-lists.js';
 
 /**
  * The gateway's clock: the system's, read once an event-loop turn. A request reads the time ~20 times
@@ -14,34 +15,65 @@ import { systemClock, type Clock, type Timer } from './clock.js';
  * Nothing the gateway times needs finer than that: holds' leases and settlement windows are seconds,
  * the caches' ages seconds, the DDoS and rate-limit windows a second and more, a generation's latency
  * is in milliseconds.
- * Timers (`schedule`) are the system's, not affected.
+ * Timers (`schedule`) are the base clock's, kept in lists by delay (timer-lists.ts) and ordered by a
+ * monotonic time read once a turn the same way: a timer may run early by as much as that reading lags
+ * (milliseconds; the gateway's timers are seconds).
  */
 export class TurnClock implements Clock {
   private reading = 0;
   private fresh = false;
+  private monotonicReading = 0;
+  private monotonicFresh = false;
+  /** An immediate is due that forgets the readings. */
+  private forgetting = false;
   private readonly forget = (): void => {
     this.fresh = false;
+    this.monotonicFresh = false;
+    this.forgetting = false;
   };
+  private readonly timers: TimerLists;
 
-  /** `read` is the clock read (Date.now); `base` schedules. */
+  /**
+   * `read` is the clock read (Date.now); `base` schedules. Its timers are ordered by a monotonic
+   * reading kept for the turn as `now()`'s is (performance.now), or, on a base clock other than the
+   * system's (a test's), by that clock's own time.
+   */
   constructor(
     private readonly read: () => number = Date.now,
-    private readonly base: Clock = systemClock,
-  ) {}
+    base: Clock = systemClock,
+  ) {
+    this.timers = new TimerLists(base, base === systemClock ? () => this.monotonic() : () => base.now());
+  }
 
   now(): number {
     if (!this.fresh) {
       this.reading = this.read();
       this.fresh = true;
-      // Referenced, so that while it waits the loop does not sleep in its poll phase: a reading taken
-      // in a check phase (an immediate's) is forgotten in the next turn's without the loop going idle
-      // in between, where an unreferenced one would be kept through the idle wait and lag by all of it.
-      setImmediate(this.forget);
+      this.forgetLater();
     }
     return this.reading;
   }
 
+  /** A monotonic reading (milliseconds from an arbitrary start), kept for the turn as `now()`'s is. */
+  private monotonic(): number {
+    if (!this.monotonicFresh) {
+      this.monotonicReading = performance.now();
+      this.monotonicFresh = true;
+      this.forgetLater();
+    }
+    return this.monotonicReading;
+  }
+
+  private forgetLater(): void {
+    if (this.forgetting) return;
+    this.forgetting = true;
+    // Referenced, so that while it waits the loop does not sleep in its poll phase: a reading taken
+    // in a check phase (an immediate's) is forgotten in the next turn's without the loop going idle
+    // in between, where an unreferenced one would be kept through the idle wait and lag by all of it.
+    setImmediate(this.forget);
+  }
+
   schedule(delayMs: number, fn: () => void): Timer {
-    return this.base.schedule(delayMs, fn);
+    return this.timers.schedule(delayMs, fn);
   }
 }

@@ -20,6 +20,43 @@ describe('Cancellation', () => {
     timed.abort(new DOMException('late', 'TimeoutError'));
     expect((timed.reason as DOMException).name).toBe('TimeoutError');
   });
+
+  it('tells its listeners in the order they came, each once; one taken off before it aborts is not told', () => {
+    const c = new Cancellation();
+    const heard: string[] = [];
+    const a = () => heard.push('a');
+    const b = () => heard.push('b');
+    const gone = () => heard.push('gone');
+    // Taken off by another listener while the abort is under way, `late` is told all the same: the abort
+    // tells the listeners it had when it began, as an emitter's emit does.
+    const late = () => heard.push('late');
+    c.once('abort', a);
+    c.on('abort', gone);
+    c.once('abort', () => c.off('abort', late));
+    c.once('abort', b);
+    c.once('abort', late);
+    c.off('abort', gone);
+    expect(c.listenerCount('abort')).toBe(4);
+    c.abort();
+    expect(heard).toEqual(['a', 'b', 'late']);
+    expect(c.listenerCount('abort')).toBe(0);
+    // Added after the abort: never told (the event came and went), and not kept.
+    c.once('abort', a);
+    c.abort();
+    expect(heard).toEqual(['a', 'b', 'late']);
+    expect(c.listenerCount('abort')).toBe(0);
+  });
+
+  it('takes off the last of a listener added twice, as an emitter does', () => {
+    const c = new Cancellation();
+    let told = 0;
+    const f = () => told++;
+    c.once('abort', f);
+    c.once('abort', f);
+    c.removeListener('abort', f);
+    c.abort();
+    expect(told).toBe(1);
+  });
 });
 
 describe('callTimeout', () => {

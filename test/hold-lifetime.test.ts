@@ -114,6 +114,7 @@ describe('issue 7 items 5 and 7: hold lifetime and Retry-After', () => {
       const events = await readSse(new Response(text));
       const last = events.at(-1) as Record<string, any>;
       expect(last.error).toBeDefined(); // the stream ended with the spec's error event
+      expect(String(last.error.message)).toContain('deadline'); // the deadline's, not an upstream timeout's
       const delivered = events.filter((e) => typeof e === 'object' && (e as any).choices?.[0]?.delta?.content).length;
       expect(delivered).toBe(2);
       // Charged for what was delivered (counted by the gateway), not the hold of 2.

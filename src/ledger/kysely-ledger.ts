@@ -37,6 +37,7 @@ import { sqliteHandleOf } from './database.js';
 import { sqliteCommitWriter } from './sqlite-commit-writer.js';
 import type { ApiKeysTable, Database } from './schema.js';
 import { writeCommit } from './write-commit.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /** The tables are this many journaled charges behind (they refuse writes): no more are taken for now. */
 class LedgerBacklog extends Error {
@@ -155,6 +156,8 @@ export interface KyselyLedgerOptions {
   retryDelayMs?: number;
   /** How long `awaitDurable` waits while the ledger is not backlogged (config `ledger.durable_wait_ms`). */
   durableWaitMs?: number;
+  /** What times `awaitDurable`'s wait (default: the system's timers). */
+  timers?: Pick<Clock, 'schedule'>;
   /** Charges waiting to be written past which `awaitDurable` waits without bound (`ledger.max_queued_charges`). */
   maxQueuedCharges?: number;
   /** How long `close()` keeps trying to write queued charges (`ledger.shutdown_deadline_ms`). */
@@ -650,19 +653,19 @@ export class KyselyLedger implements Ledger {
     return new Promise<boolean>((resolve, reject) => {
       // Past the bound the answer waits for the write after all (held back until releaseAnswers). The
       // write settling after the wait was over changes nothing: a promise settles once.
-      const timer = setTimeout(() => {
+      const timer = (this.options.timers ?? systemClock).schedule(this.options.durableWaitMs ?? 5000, () => {
         if (!this.answersReleased && this.pendingCharges.size >= (this.options.maxQueuedCharges ?? 10_000)) this.heldBack.add(resolve);
         // PostgreSQL did not take it in time: durable in the fallback journal, `written` resolves (true).
         else if (!this.journalPending()) resolve(false);
-      }, this.options.durableWaitMs ?? 5000);
+      });
       written.then(
         () => {
-          clearTimeout(timer);
+          timer.cancel();
           if (this.heldBack.size > 0) this.heldBack.delete(resolve);
           resolve(true);
         },
         (err: unknown) => {
-          clearTimeout(timer);
+          timer.cancel();
           if (this.heldBack.size > 0) this.heldBack.delete(resolve);
           reject(err);
         },

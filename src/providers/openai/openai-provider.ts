@@ -39,6 +39,8 @@ export interface OpenAiProviderOptions {
   baseUrl: string;
   timeouts: { firstByte: number; idle: number; total: number };
   clock: Clock;
+  /** What times a call's total limit (default: the system's timers). */
+  timers?: Pick<Clock, 'schedule'>;
   /** The pool comes in from main.ts; the adapter never builds its own client. */
   pool: Dispatcher;
 }
@@ -78,9 +80,9 @@ export class OpenAiProvider implements ProviderAdapter {
   }
 
   async chat(call: ChatCall): Promise<ChatAnswer> {
-    const { timeouts } = this.options;
+    const { timeouts, timers } = this.options;
     // Held for the whole call and cleared at its end (a stream's end is in readStream).
-    const timeout = callTimeout(call.signal, timeouts.total);
+    const timeout = callTimeout(call.signal, timeouts.total, timers);
     try {
       return await this.call(call, timeout);
     } catch (err) {
