@@ -9,14 +9,15 @@ import type { Clock, Timer } from './clock.js';
  * ends nearly all of them before they are due.
  *
  * In a list every timer is due after the one before it, since they share a delay and `time` does not
- * go back (pass a monotonic time; a wall clock that stepped back would hold a list's later timers
- * until its earlier ones are due). A timer runs once `time` reaches its due time, less
- * `SLACK_MS` (the base timer is armed in whole milliseconds of the loop's time, which may read a
- * fraction of one before `time` does). Cancelled timers are dropped when the list reaches them, or
- * sooner once they outnumber the live ones, so a list holds no more than twice the timers that are
- * pending.
+ * go back (pass a monotonic time, read when asked: a reading kept from earlier would make a timer due
+ * early by its age; a wall clock that stepped back would hold a list's later timers until its earlier
+ * ones are due). A timer runs once `time` reaches its due time less the slack (1 ms on the system's
+ * timers, which count whole milliseconds of the loop's time, read a fraction of one before `time`
+ * may be). A delay no more than the slack, or past what setTimeout takes, goes to the base clock as it
+ * is: such a timer set while its list runs would be due in the same run. Cancelled timers are dropped
+ * when the list reaches them, or sooner once they outnumber the live ones, so a list holds no more
+ * than about twice the timers that are pending.
  */
-const SLACK_MS = 1;
 /** Cancelled timers a list keeps before it may drop them all at once. */
 const COMPACT_AFTER = 32;
 
@@ -52,9 +53,10 @@ class DelayList {
 
   add(fn: () => void): ListTimer {
     const timer = new ListTimer(this, this.owner.time() + this.delayMs, fn);
+    // Armed first: a base clock that fails to schedule leaves no timer behind that would run later.
+    if (this.armed === undefined && !this.running) this.arm(this.delayMs);
     this.timers.push(timer);
     this.live++;
-    if (this.armed === undefined && !this.running) this.arm(this.delayMs);
     return timer;
   }
 
@@ -91,7 +93,7 @@ class DelayList {
       while (this.head < this.timers.length) {
         const timer = this.timers[this.head] as ListTimer;
         const fn = timer.fn;
-        if (fn !== undefined && timer.at - SLACK_MS > now) break;
+        if (fn !== undefined && timer.at - this.owner.slackMs > now) break;
         this.head++;
         if (fn === undefined) continue;
         timer.fn = undefined;
@@ -124,10 +126,14 @@ class DelayList {
 export class TimerLists implements Clock {
   private readonly lists = new Map<number, DelayList>();
 
-  /** `time`: a monotonic clock, in milliseconds, that the lists order their timers by. */
+  /**
+   * `time`: a monotonic clock, in milliseconds, that the lists order their timers by; `slackMs`: how
+   * early a timer may run (0 on a base clock whose time is `time` itself, a test's).
+   */
   constructor(
     readonly base: Clock,
     readonly time: () => number,
+    readonly slackMs = 1,
   ) {}
 
   now(): number {
@@ -135,7 +141,7 @@ export class TimerLists implements Clock {
   }
 
   schedule(delayMs: number, fn: () => void): Timer {
-    if (!(delayMs >= 1 && delayMs <= MAX_DELAY_MS)) return this.base.schedule(delayMs, fn);
+    if (!(delayMs > this.slackMs && delayMs >= 1 && delayMs <= MAX_DELAY_MS)) return this.base.schedule(delayMs, fn);
     let list = this.lists.get(delayMs);
     if (list === undefined) this.lists.set(delayMs, (list = new DelayList(this, delayMs)));
     return list.add(fn);
@@ -147,5 +153,5 @@ export class TimerLists implements Clock {
   }
 }
 
-/** The longest delay setTimeout takes (a longer one runs at once): such timers go to the base clock as they are. */
+/** The longest delay setTimeout takes (a longer one runs at once). */
 const MAX_DELAY_MS = 2 ** 31 - 1;

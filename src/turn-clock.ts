@@ -15,62 +15,39 @@ import { TimerLists } from './timer-lists.js';
  * Nothing the gateway times needs finer than that: holds' leases and settlement windows are seconds,
  * the caches' ages seconds, the DDoS and rate-limit windows a second and more, a generation's latency
  * is in milliseconds.
- * Timers (`schedule`) are the base clock's, kept in lists by delay (timer-lists.ts) and ordered by a
- * monotonic time read once a turn the same way: a timer may run early by as much as that reading lags
- * (milliseconds; the gateway's timers are seconds).
+ * Timers (`schedule`) are the base clock's, kept in lists by delay (timer-lists.ts).
  */
 export class TurnClock implements Clock {
   private reading = 0;
   private fresh = false;
-  private monotonicReading = 0;
-  private monotonicFresh = false;
-  /** An immediate is due that forgets the readings. */
-  private forgetting = false;
   private readonly forget = (): void => {
     this.fresh = false;
-    this.monotonicFresh = false;
-    this.forgetting = false;
   };
   private readonly timers: TimerLists;
 
   /**
-   * `read` is the clock read (Date.now); `base` schedules. Its timers are ordered by a monotonic
-   * reading kept for the turn as `now()`'s is (performance.now), or, on a base clock other than the
-   * system's (a test's), by that clock's own time.
+   * `read` is the clock read (Date.now); `base` schedules. Its timers are ordered by performance.now(),
+   * read when one is set (a reading kept for the turn would make a timer set late in a long turn due
+   * early by the turn's length), or, on a base clock other than the system's (a test's), by that
+   * clock's own time, to the millisecond.
    */
   constructor(
     private readonly read: () => number = Date.now,
     base: Clock = systemClock,
   ) {
-    this.timers = new TimerLists(base, base === systemClock ? () => this.monotonic() : () => base.now());
+    this.timers = base === systemClock ? new TimerLists(base, () => performance.now()) : new TimerLists(base, () => base.now(), 0);
   }
 
   now(): number {
     if (!this.fresh) {
       this.reading = this.read();
       this.fresh = true;
-      this.forgetLater();
+      // Referenced, so that while it waits the loop does not sleep in its poll phase: a reading taken
+      // in a check phase (an immediate's) is forgotten in the next turn's without the loop going idle
+      // in between, where an unreferenced one would be kept through the idle wait and lag by all of it.
+      setImmediate(this.forget);
     }
     return this.reading;
-  }
-
-  /** A monotonic reading (milliseconds from an arbitrary start), kept for the turn as `now()`'s is. */
-  private monotonic(): number {
-    if (!this.monotonicFresh) {
-      this.monotonicReading = performance.now();
-      this.monotonicFresh = true;
-      this.forgetLater();
-    }
-    return this.monotonicReading;
-  }
-
-  private forgetLater(): void {
-    if (this.forgetting) return;
-    this.forgetting = true;
-    // Referenced, so that while it waits the loop does not sleep in its poll phase: a reading taken
-    // in a check phase (an immediate's) is forgotten in the next turn's without the loop going idle
-    // in between, where an unreferenced one would be kept through the idle wait and lag by all of it.
-    setImmediate(this.forget);
   }
 
   schedule(delayMs: number, fn: () => void): Timer {

@@ -32,6 +32,7 @@ function countingBase() {
   return base;
 }
 
+/** Lists on a counting ManualClock, ordered by its time, with the system's slack of a millisecond. */
 function lists() {
   const base = countingBase();
   return { base, timers: new TimerLists(base, () => base.now()) };
@@ -113,6 +114,54 @@ describe('timers kept in lists by delay', () => {
     expect(() => base.advance(50)).toThrow('boom');
     base.advance(0);
     expect(ran).toEqual(['after@50']);
+  });
+
+  it('a timer that sets itself again at the shortest delay runs once a delay, never twice in one run', () => {
+    // A delay of the slack or less goes to the base clock: set from a run of its list, it would be due
+    // in that same run, and one that keeps setting itself would never let the run end.
+    for (const delay of [1, 2]) {
+      const { base, timers } = lists();
+      const ran: number[] = [];
+      const again = () => {
+        ran.push(base.now());
+        if (ran.length < 50) timers.schedule(delay, again);
+      };
+      timers.schedule(delay, again);
+      base.advance(5 * delay);
+      expect(ran).toEqual([1, 2, 3, 4, 5].map((n) => n * delay));
+    }
+  });
+
+  it("runs nothing early on a clock without slack (a test clock, whose time is the lists' own)", () => {
+    const base = countingBase();
+    const timers = new TimerLists(base, () => base.now(), 0);
+    const ran: string[] = [];
+    timers.schedule(100, () => ran.push(`a@${base.now()}`));
+    base.advance(1);
+    timers.schedule(100, () => ran.push(`b@${base.now()}`));
+    base.advance(99);
+    expect(ran).toEqual(['a@100']);
+    base.advance(1);
+    expect(ran).toEqual(['a@100', 'b@101']);
+  });
+
+  it('leaves no timer behind when the base clock fails to schedule one', () => {
+    const base = countingBase();
+    let failing = true;
+    const flaky: Clock = {
+      now: () => base.now(),
+      schedule: (ms, fn) => {
+        if (failing) throw new Error('no timers now');
+        return base.schedule(ms, fn);
+      },
+    };
+    const timers = new TimerLists(flaky, () => base.now());
+    const ran: string[] = [];
+    expect(() => timers.schedule(100, () => ran.push('lost'))).toThrow('no timers now');
+    failing = false;
+    timers.schedule(100, () => ran.push(`kept@${base.now()}`));
+    base.advance(500);
+    expect(ran).toEqual(['kept@100']);
   });
 
   it('gives the base clock a delay no list takes as it is (under a millisecond, or past what setTimeout takes)', () => {
