@@ -1,23 +1,5 @@
 import type { Clock, Timer } from './clock.js';
 
-/**
- * Timers kept in lists by their delay, each list on one timer of a base clock (for its first timer):
- * what Node does inside setTimeout, without what each of Node's timers costs besides (a Timeout
- * object, its async-hook set-up, a native call to read the loop's time and another to clear it: ~1,500
- * instructions a timer under the bench's valgrind). A request sets four (its deadline, its holds'
- * renewal, its upstream call's limit, its answer's wait for its charge), all of fixed delays, and
- * ends nearly all of them before they are due.
- *
- * In a list every timer is due after the one before it, since they share a delay and `time` does not
- * go back (pass a monotonic time, read when asked: a reading kept from earlier would make a timer due
- * early by its age; a wall clock that stepped back would hold a list's later timers until its earlier
- * ones are due). A timer runs once `time` reaches its due time less the slack (1 ms on the system's
- * timers, which count whole milliseconds of the loop's time, read a fraction of one before `time`
- * may be). A delay no more than the slack, or past what setTimeout takes, goes to the base clock as it
- * is: such a timer set while its list runs would be due in the same run. Cancelled timers are dropped
- * when the list reaches them, or sooner once they outnumber the live ones, so a list holds no more
- * than about twice the timers that are pending.
- */
 /** Cancelled timers a list keeps before it may drop them all at once. */
 const COMPACT_AFTER = 32;
 
@@ -64,10 +46,13 @@ class DelayList {
     this.live--;
     if (this.live === 0) return this.empty();
     const dead = this.timers.length - this.head - this.live;
-    if (dead > COMPACT_AFTER && dead > this.live) {
-      this.timers = this.timers.slice(this.head).filter((t) => t.fn !== undefined);
-      this.head = 0;
-    }
+    if (dead > COMPACT_AFTER && dead > this.live) this.compact();
+  }
+
+  /** Keeps only the live timers, in order, from the head on. */
+  private compact(): void {
+    this.timers = this.timers.slice(this.head).filter((t) => t.fn !== undefined);
+    this.head = 0;
   }
 
   /** Nothing pending: the base timer goes, and the list with it. */
@@ -111,10 +96,7 @@ class DelayList {
 
   private next(now: number | undefined): void {
     if (this.live === 0) return this.empty();
-    if (this.head > COMPACT_AFTER && this.head * 2 > this.timers.length) {
-      this.timers = this.timers.slice(this.head);
-      this.head = 0;
-    }
+    if (this.head > COMPACT_AFTER && this.head * 2 > this.timers.length) this.compact();
     let first = this.timers[this.head] as ListTimer;
     while (first.fn === undefined) first = this.timers[++this.head] as ListTimer;
     // Whole milliseconds, as the base's timers keep them (a fraction would make Node a list of its own).
@@ -122,7 +104,26 @@ class DelayList {
   }
 }
 
-/** A clock whose timers are kept in lists by delay (above); its time is the base clock's. */
+/**
+ * Timers kept in lists by their delay, each list on one timer of a base clock (for its first timer):
+ * what Node does inside setTimeout, without what each of Node's timers costs besides (a Timeout
+ * object, its async-hook set-up, a native call to read the loop's time and another to clear it: ~1,500
+ * instructions a timer under the bench's valgrind). A request sets four (its deadline, its holds'
+ * renewal, its upstream call's limit, its answer's wait for its charge), all of fixed delays, and
+ * ends nearly all of them before they are due.
+ *
+ * In a list every timer is due after the one before it, since they share a delay and `time` does not
+ * go back (pass a monotonic time, read when asked: a reading kept from earlier would make a timer due
+ * early by its age; a wall clock that stepped back would hold a list's later timers until its earlier
+ * ones are due). A timer runs once `time` reaches its due time less the slack (1 ms on the system's
+ * timers, which count whole milliseconds of the loop's time, read a fraction of one before `time`
+ * may be). A delay no more than the slack, or past what setTimeout takes, goes to the base clock as it
+ * is: such a timer set while its list runs would be due in the same run. Cancelled timers are dropped
+ * when the list reaches them, or sooner once they outnumber the live ones, so a list holds no more
+ * than about twice the timers that are pending.
+ *
+ * Its time (`now`) is the base clock's.
+ */
 export class TimerLists implements Clock {
   private readonly lists = new Map<number, DelayList>();
 
