@@ -71,23 +71,33 @@ export async function runLoad(target, mode, n, concurrency) {
 }
 
 /**
- * A proxy's warm-up: `requests` through it (closed loop), and 2,000 more at a time until it has lasted `ms`.
+ * A proxy's warm-up: `requests` through it (closed loop), and more until it has lasted `ms`, in pieces
+ * of at most WARMUP_PIECE with what the bench does between measured rounds after each (its CPU read
+ * through the probe, what the piece spent credited back through the admin API).
  * The duration matters as much as the count: only once the first answers' settlement window has passed does
  * each request also expire a settling hold, and V8 compiles that code when it first runs; inside the
- * measured rounds, it would be counted there (bench/README.md, twentieth session). What each part spent
- * goes back on the bench account's balance (a warm-up of several seconds on a quick host spends tens of
- * credits, and the in-flight budget, half the balance, would shrink under the settling answers' holds).
+ * measured rounds, it would be counted there (bench/README.md, twentieth session). The pieces matter too:
+ * a warm-up in one piece never sent the admin calls and probe reads the rounds are separated by, so the
+ * first rounds deoptimised and compiled again what those calls reach (Node's HTTP server, the ledger's
+ * commit path): 17 µs a stream of JIT compiler in the measured rounds, 3 µs after a warm-up in pieces
+ * (perf, thirty-second session). What each piece spent goes back on the bench account's balance (a
+ * warm-up of several seconds on a quick host spends tens of credits, and the in-flight budget, half the
+ * balance, would shrink under the settling answers' holds).
  */
 export async function warmUp(target, mode, { requests, ms, concurrency }) {
   const started = performance.now();
   let sent = 0;
   while (sent < requests || (sent > 0 && performance.now() - started < ms)) {
-    const n = sent < requests ? requests - sent : 2000;
+    const n = Math.min(WARMUP_PIECE, sent < requests ? requests - sent : WARMUP_PIECE);
     await runLoad(target, mode, n, concurrency);
+    await target.cpu?.();
     await target.creditBack?.(n);
     sent += n;
   }
 }
+
+/** The requests of a warm-up's piece (warmUp). */
+const WARMUP_PIECE = 2000;
 
 /** The open loop's own connections to a target: enough that no request waits for one. */
 export function latencyPool(target) {
