@@ -1,25 +1,11 @@
 import type { Clock } from '../clock.js';
 import type { Nano } from '../ledger/money.js';
 import { keyPeriodName } from '../ledger/periods.js';
-import { ExpiryHeap } from './expiry-heap.js';
 import { SettlingQueue } from './settling-queue.js';
 import type { AccountSnapshot, AdmitRequest, AdmitResult, HoldStore, HoldView, LedgerUpdate, MoneyView, SettleRequest } from './hold-store.js';
 import { budgetOf, keyPeriodUsage, keyUsed, moneyOf, type UsageField } from './money-view.js';
 import { PendingCharges } from './pending-charges.js';
-
-/** A running request's hold: it counts until its lease ends (renewed while the request runs). */
-interface Hold {
-  amount: Nano;
-  until: number;
-  version: number;
-}
-
-/** A scope's running holds with their total and a heap of lease ends (O(log n) a request). */
-interface Scope {
-  total: Nano;
-  holds: Map<string, Hold>;
-  expiries: ExpiryHeap;
-}
+import { RequestHolds } from './request-holds.js';
 
 /** A key's usage in one period, with when it was last read from the ledger. */
 interface KeyField extends UsageField {
@@ -33,22 +19,14 @@ interface AccountState {
   /** Key usage snapshots by `hash\u0000period`. */
   keys: Map<string, KeyField>;
   pending: PendingCharges;
-  /**
-   * The running holds by what they count against: the in-flight budget, the balance, and each key's
-   * limit by the key's hash (each scope a field or keyed by a string the request already has, so no
-   * scope name is built a request).
-   */
-  budget: Scope;
-  balance: Scope;
-  keyScopes: Map<string, Scope>;
+  /** The running requests' holds: on the in-flight budget, the balance and each key's limit. */
+  running: RequestHolds;
   /** The in-flight budget's settling holds: ended requests' actual costs, for the settlement window. */
   settling: SettlingQueue;
 }
 
 /** Accounts kept at most before the idle ones are forgotten (their snapshots reload from the ledger). */
 const MAX_ACCOUNTS = 100_000;
-
-const newScope = (): Scope => ({ total: 0n, holds: new Map(), expiries: new ExpiryHeap() });
 
 export interface MemoryHoldStoreOptions {
   /**
@@ -89,9 +67,7 @@ export class MemoryHoldStore implements HoldStore {
         readAt: 0,
         keys: new Map(),
         pending: new PendingCharges(),
-        budget: newScope(),
-        balance: newScope(),
-        keyScopes: new Map(),
+        running: new RequestHolds(),
         settling: new SettlingQueue(),
       };
       this.accounts.set(accountId, s);
@@ -104,8 +80,7 @@ export class MemoryHoldStore implements HoldStore {
     const now = this.clock.now();
     for (const [id] of this.accounts) {
       const s = this.live(id, now);
-      const holdsNothing = s.budget.holds.size === 0 && s.balance.holds.size === 0 && s.keyScopes.size === 0;
-      if (holdsNothing && s.pending.size === 0 && s.settling.size === 0) this.accounts.delete(id);
+      if (s.running.size === 0 && s.pending.size === 0 && s.settling.size === 0) this.accounts.delete(id);
     }
   }
 
@@ -117,68 +92,18 @@ export class MemoryHoldStore implements HoldStore {
       s.account = undefined;
       s.keys.clear();
     }
-    this.lapse(s.budget, now);
-    this.lapse(s.balance, now);
-    for (const [hash, scope] of s.keyScopes) {
-      this.lapse(scope, now);
-      if (scope.holds.size === 0) s.keyScopes.delete(hash);
-    }
+    s.running.lapse(now);
     s.settling.expire(now);
     return s;
   }
 
-  /** Drops the scope's holds whose lease ended at or before `now`. */
-  private lapse(scope: Scope, now: number): void {
-    for (let e = scope.expiries.peek(); e && e.at <= now; e = scope.expiries.peek()) {
-      scope.expiries.pop();
-      const h = scope.holds.get(e.id);
-      if (h && h.version === e.version) this.drop(scope, e.id, h);
-    }
-  }
-
-  private keyScope(s: AccountState, hash: string): Scope {
-    let scope = s.keyScopes.get(hash);
-    if (!scope) {
-      scope = newScope();
-      s.keyScopes.set(hash, scope);
-    }
-    return scope;
-  }
-
-  private drop(scope: Scope, id: string, h: Hold): void {
-    scope.holds.delete(id);
-    scope.total -= h.amount;
-  }
-
-  private put(scope: Scope, id: string, amount: Nano, until: number): void {
-    const old = scope.holds.get(id);
-    if (old) this.drop(scope, id, old);
-    const version = ++this.version;
-    scope.holds.set(id, { amount, until, version });
-    scope.total += amount;
-    scope.expiries.push({ at: until, id, version });
-  }
-
-  private remove(scope: Scope | undefined, id: string): Hold | undefined {
-    const h = scope?.holds.get(id);
-    if (!scope || !h) return undefined;
-    this.drop(scope, id, h);
-    if (scope.expiries.size > 2 * scope.holds.size + 64) {
-      const fresh = new ExpiryHeap();
-      for (const [hid, hold] of scope.holds) fresh.push({ at: hold.until, id: hid, version: hold.version });
-      scope.expiries = fresh;
-    }
-    return h;
-  }
-
   /** What the in-flight budget holds: running requests' estimates and settling actual costs. */
   private budgetHeld(s: AccountState): Nano {
-    return s.budget.total + s.settling.total;
+    return s.running.budgetHeld + s.settling.total;
   }
 
   private budgetHolds(s: AccountState): HoldView[] {
-    const holds: HoldView[] = [];
-    for (const h of s.budget.holds.values()) holds.push({ amount: h.amount, until: h.until, settling: false });
+    const holds = s.running.budgetHolds();
     for (const h of s.settling.entries()) holds.push({ amount: h.amount, until: h.until, settling: true });
     return holds;
   }
@@ -194,11 +119,11 @@ export class MemoryHoldStore implements HoldStore {
     if (req.refuseNegative && balance < 0n) return { ok: false, refused: 'negative', balance };
     if (req.key && keyField) {
       const used = keyUsed(keyField, req.key.includeByok, s.pending.keyUsage(req.key.hash, req.key.period));
-      const held = s.keyScopes.get(req.key.hash)?.total ?? 0n;
+      const held = s.running.keyHeld(req.key.hash);
       if (used + held + req.key.amount > req.key.limit) return { ok: false, refused: 'key', used, held };
     }
     if (req.balance !== undefined) {
-      const held = s.balance.total;
+      const held = s.running.balanceHeld;
       const available = balance > 0n ? balance : 0n;
       if (held + req.balance > available) return { ok: false, refused: 'balance', balance, held };
     }
@@ -208,24 +133,17 @@ export class MemoryHoldStore implements HoldStore {
       const held = this.budgetHeld(s);
       if (held + req.budget.amount > budget) return { ok: false, refused: 'budget', budget, held, holds: this.budgetHolds(s), now };
     }
-    const until = now + req.leaseMs;
-    if (req.key) this.put(this.keyScope(s, req.key.hash), req.id, req.key.amount, until);
-    if (req.balance !== undefined) this.put(s.balance, req.id, req.balance, until);
-    if (req.budget && budget !== undefined) {
-      s.settling.take(req.id); // a hold is kept per request id, whatever it was
-      this.put(s.budget, req.id, req.budget.amount, until);
-    }
+    const holdsBudget = req.budget !== undefined && budget !== undefined;
+    if (holdsBudget) s.settling.take(req.id); // a hold is kept per request id, whatever it was
+    s.running.hold(req.id, now + req.leaseMs, req.key?.hash, req.key?.amount ?? 0n, req.balance, holdsBudget ? req.budget?.amount : undefined);
     return { ok: true, now, balance };
   }
 
   settle(req: SettleRequest): void {
     const now = this.clock.now();
     const s = this.live(req.accountId, now);
-    const hadBudget = this.remove(s.budget, req.id) !== undefined || s.settling.take(req.id);
+    const hadBudget = s.running.release(req.id, req.keyHash) || s.settling.take(req.id);
     if (hadBudget && req.cost > 0n) s.settling.add(req.id, req.cost, now + req.windowMs);
-    this.remove(s.balance, req.id);
-    // An emptied key scope goes at the account's next live() (as a lapsed one does).
-    this.remove(s.keyScopes.get(req.keyHash), req.id);
     if (req.cost > 0n || req.byokUsage > 0n) {
       s.pending.set(req.id, { cost: req.cost, byokUsage: req.byokUsage, keyHash: req.keyHash, periods: req.periods }, now + req.leaseMs);
     }
@@ -235,10 +153,7 @@ export class MemoryHoldStore implements HoldStore {
     const now = this.clock.now();
     const s = this.live(accountId, now);
     const until = now + leaseMs;
-    for (const scope of [s.budget, s.balance, ...s.keyScopes.values()]) {
-      const h = scope.holds.get(id);
-      if (h && h.until < until) this.put(scope, id, h.amount, until);
-    }
+    s.running.renew(id, until);
     s.pending.extend(id, until);
   }
 
@@ -279,7 +194,7 @@ export class MemoryHoldStore implements HoldStore {
         keyUsage.set(period, keyPeriodUsage(field, s.pending.keyUsage(key.hash, period)));
       }
     }
-    return { balance, totalUsage, keyUsage, budgetHeld: this.budgetHeld(s), runningHeld: s.balance.total };
+    return { balance, totalUsage, keyUsage, budgetHeld: this.budgetHeld(s), runningHeld: s.running.balanceHeld };
   }
 
   async close(): Promise<void> {
