@@ -203,6 +203,24 @@ for (const [name, make] of stores) {
       expect((await store.view(A))?.budgetHeld).toBe(1n * C);
     });
 
+    it('an id admitted again holds what it is admitted for now, scope by scope: a hold on another key runs on to its own lease end', async () => {
+      const { store, clock } = await open();
+      await store.record(snapshot(10n * C));
+      for (const hash of [KEY, 'k2']) await store.record(keySnapshot(0n, 1n, 0n, hash));
+      const onKey = (hash: string, amount: bigint) => ({ hash, period: DAY, includeByok: false, limit: 8n * C, amount });
+      expect(await store.admit(req('g1', { key: onKey(KEY, 5n * C), balance: C, leaseMs: 30_000 }))).toMatchObject({ ok: true });
+      expect(await store.admit(req('g1', { key: onKey('k2', C), balance: 2n * C, leaseMs: 60_000 }))).toMatchObject({ ok: true });
+      // The balance's hold was replaced; the first key's is still there.
+      expect((await store.view(A))?.runningHeld).toBe(2n * C);
+      expect(await store.admit(req('g2', { key: onKey(KEY, 4n * C) }))).toMatchObject({ ok: false, refused: 'key', held: 5n * C });
+      // Settled as a request of key k2: its holds on the balance and on k2 go, not the one on the first key.
+      await store.settle({ ...settle('g1', 0n), keyHash: 'k2' });
+      expect((await store.view(A))?.runningHeld).toBe(0n);
+      expect(await store.admit(req('g2', { key: onKey(KEY, 4n * C) }))).toMatchObject({ ok: false, refused: 'key', held: 5n * C });
+      clock.advance(30_000); // its lease is over
+      expect(await store.admit(req('g2', { key: onKey(KEY, 4n * C) }))).toMatchObject({ ok: true });
+    });
+
     it('a pending charge whose process died lapses and drops the snapshot: the next admission reloads from the ledger', async () => {
       const { store, clock } = await open();
       await store.record(snapshot(10n * C));
