@@ -1,14 +1,26 @@
 import type { Nano } from '../ledger/money.js';
-import { keyPeriodName } from '../ledger/periods.js';
 import { ExpiryHeap } from './expiry-heap.js';
+import type { ChargePeriods } from './hold-store.js';
 import type { PendingCharge } from './money-view.js';
+
+/**
+ * What is pending for one key in one day (and so in one week and one month): the charges of a key
+ * mostly fall in one such bucket, two across a midnight. A charge adds to one bucket where it added
+ * to four sums (all time, its day, week and month), each a map lookup and two BigInt sums.
+ */
+interface Bucket {
+  keyHash: string;
+  periods: ChargePeriods;
+  usage: Nano;
+  byokUsage: Nano;
+  count: number;
+}
 
 interface Entry {
   charge: PendingCharge;
   until: number;
   version: number;
-  /** Its `hash\u0000period` keys ('all', day, week, month), made once. */
-  keys: string[];
+  bucket: Bucket;
 }
 
 /** What is pending for one key in one period. */
@@ -18,6 +30,12 @@ export interface PendingUsage {
 }
 
 const NONE: PendingUsage = { usage: 0n, byokUsage: 0n };
+
+const samePeriods = (a: ChargePeriods, b: ChargePeriods): boolean => a === b || (a.daily === b.daily && a.weekly === b.weekly && a.monthly === b.monthly);
+
+/** Whether a charge of `periods` counts in `period` ('all', or a `d:`, `w:` or `m:` period). */
+const countsIn = (periods: ChargePeriods, period: string): boolean =>
+  period === 'all' || periods.daily === period || periods.weekly === period || periods.monthly === period;
 
 /**
  * An account's pending charges (requests ended, their charges not yet recorded by a ledger commit),
@@ -29,12 +47,13 @@ const NONE: PendingUsage = { usage: 0n, byokUsage: 0n };
 export class PendingCharges {
   private readonly entries = new Map<string, Entry>();
   private expiries = new ExpiryHeap();
-  /** By `hash\u0000period`, for the periods 'all' and each charge's day, week and month. */
-  private readonly byKeyPeriod = new Map<string, PendingUsage & { count: number }>();
+  /** Each key's buckets (one a day with charges pending). */
+  private readonly byKey = new Map<string, Bucket[]>();
+  /** The bucket the last charge went to: the next one nearly always goes there too. */
+  private lastBucket: Bucket | undefined;
   private version = 0;
   /** The pending charges' total cost. */
   cost: Nano = 0n;
-  private lastKeys: { hash: string; periods: PendingCharge['periods']; keys: string[] } | undefined;
 
   get size(): number {
     return this.entries.size;
@@ -44,10 +63,13 @@ export class PendingCharges {
   set(id: string, charge: PendingCharge, until: number): void {
     this.delete(id);
     const version = ++this.version;
-    const keys = this.keysOf(charge);
-    this.entries.set(id, { charge, until, version, keys });
+    const bucket = this.bucketOf(charge);
+    this.entries.set(id, { charge, until, version, bucket });
     this.expiries.push({ at: until, id, version });
-    this.add(charge, keys, true);
+    this.cost += charge.cost;
+    bucket.usage += charge.cost;
+    bucket.byokUsage += charge.byokUsage;
+    bucket.count += 1;
   }
 
   /** Recorded (or lapsed): no longer pending. */
@@ -55,7 +77,12 @@ export class PendingCharges {
     const e = this.entries.get(id);
     if (!e) return false;
     this.entries.delete(id);
-    this.add(e.charge, e.keys, false);
+    const { charge, bucket } = e;
+    this.cost -= charge.cost;
+    bucket.usage -= charge.cost;
+    bucket.byokUsage -= charge.byokUsage;
+    // Nothing pending in it any more: the bucket goes (those of every key and day would pile up).
+    if (--bucket.count === 0) this.forget(bucket);
     if (this.expiries.size > 2 * this.entries.size + 64) this.compact();
     return true;
   }
@@ -83,43 +110,44 @@ export class PendingCharges {
     return any;
   }
 
-  /**
-   * A charge's `hash\u0000period` keys: those of the charge before when it is of the same key and day
-   * (`periodKeys` answers one object a day), as it nearly always is; made anew otherwise.
-   */
-  private keysOf(charge: PendingCharge): string[] {
-    const last = this.lastKeys;
-    if (last && last.hash === charge.keyHash && last.periods === charge.periods) return last.keys;
-    const p = charge.periods;
-    const keys = ['all', p.daily, p.weekly, p.monthly].map((period) => keyPeriodName(charge.keyHash, period));
-    this.lastKeys = { hash: charge.keyHash, periods: p, keys };
-    return keys;
-  }
-
   /** What is pending for the key `hash` in `period` ('all', or a `d:`, `w:` or `m:` period). */
   keyUsage(hash: string, period: string): PendingUsage {
-    const u = this.byKeyPeriod.get(keyPeriodName(hash, period));
-    return u ? { usage: u.usage, byokUsage: u.byokUsage } : NONE;
+    const buckets = this.byKey.get(hash);
+    if (buckets === undefined) return NONE;
+    let usage = 0n;
+    let byokUsage = 0n;
+    let any = false;
+    for (const b of buckets) {
+      if (!countsIn(b.periods, period)) continue;
+      usage += b.usage;
+      byokUsage += b.byokUsage;
+      any = true;
+    }
+    return any ? { usage, byokUsage } : NONE;
   }
 
-  /** Adds the charge to the sums (`adding`), or takes it out of them. No `sign * amount`: each BigInt product is one more allocation. */
-  private add(c: PendingCharge, keys: readonly string[], adding: boolean): void {
-    this.cost = adding ? this.cost + c.cost : this.cost - c.cost;
-    for (const k of keys) {
-      let u = this.byKeyPeriod.get(k);
-      if (!u) this.byKeyPeriod.set(k, (u = { usage: 0n, byokUsage: 0n, count: 0 }));
-      if (adding) {
-        u.usage += c.cost;
-        u.byokUsage += c.byokUsage;
-        u.count += 1;
-      } else {
-        u.usage -= c.cost;
-        u.byokUsage -= c.byokUsage;
-        u.count -= 1;
-      }
-      // Nothing pending for it any more: the entry goes (those of every key and period would pile up).
-      if (u.count === 0) this.byKeyPeriod.delete(k);
+  /** The bucket of the charge's key and day, made when it has none. */
+  private bucketOf(charge: PendingCharge): Bucket {
+    const last = this.lastBucket;
+    // A bucket that emptied is gone from byKey (its count is 0): it is not reused.
+    if (last !== undefined && last.count > 0 && last.keyHash === charge.keyHash && samePeriods(last.periods, charge.periods)) return last;
+    let buckets = this.byKey.get(charge.keyHash);
+    let bucket = buckets?.find((b) => samePeriods(b.periods, charge.periods));
+    if (bucket === undefined) {
+      bucket = { keyHash: charge.keyHash, periods: charge.periods, usage: 0n, byokUsage: 0n, count: 0 };
+      if (buckets === undefined) this.byKey.set(charge.keyHash, (buckets = []));
+      buckets.push(bucket);
     }
+    this.lastBucket = bucket;
+    return bucket;
+  }
+
+  private forget(bucket: Bucket): void {
+    const buckets = this.byKey.get(bucket.keyHash);
+    if (buckets === undefined) return;
+    const left = buckets.filter((b) => b !== bucket);
+    if (left.length > 0) this.byKey.set(bucket.keyHash, left);
+    else this.byKey.delete(bucket.keyHash);
   }
 
   private compact(): void {
