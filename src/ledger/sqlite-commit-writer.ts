@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { byText, GENERATION_COLUMNS, withGenerationValues, type CommitWriter, type KeyUsageRow, type WrittenCommit } from './commit-writer.js';
 import type { AccountSnapshot, Charge } from './ledger.js';
 import type { Nano } from './money.js';
-import { chargedAt, keyPeriodName, periodKeys } from './periods.js';
+import { chargedAt, keyPeriodName, periodKeys, type PeriodKeys } from './periods.js';
 import { rollupDeltas } from './spend-rollups.js';
 import type { Database } from './schema.js';
 import { big } from './rows.js';
@@ -30,21 +30,45 @@ interface UsageDelta {
   byokUsage: Nano;
 }
 
-/** What the charges recorded now add to each account and to each key's usage per period, in lock order. */
+/** What a commit's charges of one key in one day add to the key's usage (in each of that day's periods). */
+interface KeyDayDelta {
+  keyHash: string;
+  periods: PeriodKeys;
+  usage: Nano;
+  byokUsage: Nano;
+}
+
+/**
+ * What the charges recorded now add to each account and to each key's usage per period, in lock order.
+ * A key's charges of one day add to the same four periods (all time, the day, its week and month):
+ * they are summed once a key and day, then spread over the periods, where each charge added to four
+ * sums by their names (a map lookup and two BigInt sums each).
+ */
 function deltasOf(charges: readonly Charge[], recorded: ReadonlySet<string>): { accounts: Array<[string, Nano]>; usage: UsageDelta[] } {
   const accounts = new Map<string, Nano>();
-  const usage = new Map<string, UsageDelta>();
+  const keyDays: KeyDayDelta[] = [];
+  let last: KeyDayDelta | undefined;
   for (const c of charges) {
     if (!recorded.has(c.id)) continue; // already recorded: never charge twice
     accounts.set(c.accountId, (accounts.get(c.accountId) ?? 0n) + c.totalCost);
+    // periodKeys answers one object a day.
     const p = periodKeys(chargedAt(c));
-    for (const period of [p.all, p.daily, p.weekly, p.monthly]) {
-      const k = keyPeriodName(c.keyHash, period);
-      const d = usage.get(k);
-      if (d) {
-        d.usage += c.totalCost;
-        d.byokUsage += c.byokUsage;
-      } else usage.set(k, { keyHash: c.keyHash, period, usage: c.totalCost, byokUsage: c.byokUsage });
+    if (last === undefined || last.keyHash !== c.keyHash || last.periods !== p) {
+      last = keyDays.find((d) => d.keyHash === c.keyHash && d.periods === p);
+      if (last === undefined) keyDays.push((last = { keyHash: c.keyHash, periods: p, usage: 0n, byokUsage: 0n }));
+    }
+    last.usage += c.totalCost;
+    last.byokUsage += c.byokUsage;
+  }
+  const usage = new Map<string, UsageDelta>();
+  for (const d of keyDays) {
+    for (const period of [d.periods.all, d.periods.daily, d.periods.weekly, d.periods.monthly]) {
+      const k = keyPeriodName(d.keyHash, period);
+      const u = usage.get(k);
+      if (u) {
+        u.usage += d.usage;
+        u.byokUsage += d.byokUsage;
+      } else usage.set(k, { keyHash: d.keyHash, period, usage: d.usage, byokUsage: d.byokUsage });
     }
   }
   return {
