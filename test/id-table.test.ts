@@ -61,9 +61,11 @@ describe('IdTable: request ids to numbers, without a Map', () => {
     expect((t.table as unknown as { hashes: Int32Array }).hashes.length).toBe(0); // empty: no arrays
   });
 
-  it('hashes as 32-bit FNV-1a (its published values)', () => {
+  it('hashes as 32-bit FNV-1a (its published values), an id longer than 16 characters by its last 16', () => {
     expect(idHash('')).toBe(0x811c9dc5 | 0);
     expect(idHash('a')).toBe(0xe40c292c | 0);
     expect(idHash('foobar')).toBe(0xbf9cf968 | 0);
+    expect(idHash('gen-1796451816-123abcdefghijklmn')).toBe(idHash('23abcdefghijklmn'));
+    expect(idHash('gen-1796451816-123abcdefghijklmn')).not.toBe(idHash('gen-1796451816-123abcdefghijklmo'));
   });
 });

@@ -9,12 +9,21 @@ const NO_HASHES = new Int32Array(0);
 const NO_VALUES = new Float64Array(0);
 
 /**
- * A string's 32-bit FNV-1a hash, never 0 (0 marks an empty slot). Request ids are ASCII; any string
- * hashes (a char above 0xff is folded in whole), it only spreads less.
+ * The characters of an id that are hashed, from its end: a generation id ends with its 80 random bits
+ * (14 characters: generation-id.ts), and what comes before them, the time, it shares with the
+ * requests around it. Two ids that end alike only share a slot's neighbourhood (the table compares
+ * the ids themselves); hashing the 32 characters of every id cost ~1,300 instructions a request.
+ */
+const HASHED = 16;
+
+/**
+ * The 32-bit FNV-1a hash of an id's last HASHED characters (of a shorter one, all of it), never 0 (0
+ * marks an empty slot). Request ids are ASCII; any string hashes (a char above 0xff is folded in
+ * whole), it only spreads less.
  */
 export function idHash(id: string): number {
   let h = 0x811c9dc5 | 0;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  for (let i = id.length > HASHED ? id.length - HASHED : 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
   return h === 0 ? 1 : h;
 }
 
