@@ -21,7 +21,7 @@ const head = chunkHead(served);
 // text, converted here at the edges (so a non-ASCII text is read and relayed as its bytes).
 function plainChunk(text: string) {
   const plain = plainChunkOfBytes(utf8Bytes(text));
-  return plain && { members: utf8Text(plain.members), delivered: deliveredOf(plain.delivered), output: plain.output };
+  return plain && { members: utf8Text(plain.plain), delivered: deliveredOf(plain.delivered), output: plain.output };
 }
 function plainStreamEvent(text: string) {
   const event = plainEventOfBytes(utf8Bytes(text), new PlainChunks());

@@ -1,4 +1,5 @@
 import type { Utf8Bytes } from '../utf8-bytes.js';
+import type { PlainStreamEvent } from './provider.js';
 import { deliveredOf, type DeliveredBody } from './delivered-text.js';
 
 /**
@@ -13,22 +14,18 @@ import { deliveredOf, type DeliveredBody } from './delivered-text.js';
  * The chunk is read as its UTF-8 bytes (utf8-bytes.ts): the expression's string characters admit any
  * byte of a character beyond ASCII, and the reader made sure they are UTF-8.
  */
-export interface PlainChunk {
-  /**
-   * The chunk's members other than the upstream's own id, object, created, model and usage (null) and
-   * a null system_fingerprint, as written, separated by commas: what follows the gateway's own
-   * fields in the relayed chunk.
-   */
-  members: Utf8Bytes;
-  /** The text the chunk delivers (as a JSON string's body: delivered-text.ts): its content, then its reasoning (the longer of its two names). */
-  delivered: DeliveredBody;
-  /** Whether it carries output (non-empty content or reasoning, or a finish reason), as stream-event.ts's carriesOutput reads a chunk. */
-  output: boolean;
-  /** Its choice's finish reason, when it ends the answer (a plain word: one with escapes is left to the parser). */
-  finishReason: string | undefined;
-  /** The index of its choice (an `n` > 1 stream's chunks each carry one of its answers). */
-  choice: number;
-}
+/**
+ * A plain chunk read: the stream event it is (provider.ts), made here in one object (a chunk read and
+ * then copied into its event cost two a chunk). `plain` holds the chunk's members other than the
+ * upstream's own id, object, created, model and usage (null) and a null system_fingerprint, as
+ * written, separated by commas: what follows the gateway's own fields in the relayed chunk. `delivered`
+ * is the text it delivers (as a JSON string's body: delivered-text.ts): its content, then its
+ * reasoning (the longer of its two names); `output` whether it carries output (non-empty content or
+ * reasoning, or a finish reason), as stream-event.ts's carriesOutput reads a chunk; `finishReason` its
+ * choice's, when it ends the answer (a plain word: one with escapes is left to the parser); `choice`
+ * the index of its choice (an `n` > 1 stream's chunks each carry one of its answers).
+ */
+export type PlainChunk = PlainStreamEvent;
 
 const STR = String.raw`"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`;
 const NUM = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
@@ -70,13 +67,16 @@ function stringBody(literal: string): DeliveredBody {
   return literal.slice(1, -1) as DeliveredBody;
 }
 
-function plain(members: string, delivered: DeliveredBody, choice: number, finishReason: string | undefined): PlainChunk {
+function plain(text: Utf8Bytes, members: string, delivered: DeliveredBody, choice: number, finishReason: string | undefined): PlainChunk {
   return {
-    members: members as Utf8Bytes,
-    delivered,
-    output: delivered.length > 0 || finishReason !== undefined,
-    choice,
+    text,
+    plain: members as Utf8Bytes,
+    usage: undefined,
     finishReason,
+    output: delivered.length > 0 || finishReason !== undefined,
+    delivered,
+    choice,
+    deliveredByChoice: undefined,
   };
 }
 
@@ -111,12 +111,12 @@ export class PlainChunks {
     if (head !== undefined && text.length > head.length && text.substring(0, head.length) === head) {
       PLAIN_AFTER_HEAD.lastIndex = head.length;
       const rest = PLAIN_AFTER_HEAD.exec(text);
-      return rest ? plainOf(rest, 1) : undefined;
+      return rest ? plainOf(text, rest, 1) : undefined;
     }
     const m = PLAIN.exec(text);
     if (!m) return undefined;
     this.head = m[1];
-    return plainOf(m, 2);
+    return plainOf(text, m, 2);
   }
 }
 
@@ -126,7 +126,7 @@ export function plainChunk(text: Utf8Bytes): PlainChunk | undefined {
 }
 
 /** The plain chunk a match of REST's groups (from group `first` on) found. */
-function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
+function plainOf(text: Utf8Bytes, m: RegExpExecArray, first: number): PlainChunk | undefined {
   const tier = m[first] ?? '';
   const before = m[first + 1];
   const choices = m[first + 2] ?? '';
@@ -147,7 +147,7 @@ function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
   const lead = before !== undefined ? tier + keptFingerprint : tier;
   const ahead = lead.length > 0 ? `${lead.slice(1)},${choices}` : choices;
   const members = (before !== undefined ? ahead : ahead + keptFingerprint) + obfuscation;
-  if (onlyContent !== undefined) return plain(members, stringBody(onlyContent), choice, finishReason);
+  if (onlyContent !== undefined) return plain(text, members, stringBody(onlyContent), choice, finishReason);
   // As JSON.parse would read the delta: the last of a key written twice.
   let content = '' as DeliveredBody;
   let reasoning = '' as DeliveredBody;
@@ -162,5 +162,5 @@ function plainOf(m: RegExpExecArray, first: number): PlainChunk | undefined {
     else if (key === 'reasoning') reasoning = value;
     else reasoningContent = value;
   }
-  return plain(members, (content + longerText(reasoning, reasoningContent)) as DeliveredBody, choice, finishReason);
+  return plain(text, members, (content + longerText(reasoning, reasoningContent)) as DeliveredBody, choice, finishReason);
 }

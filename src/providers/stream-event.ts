@@ -58,17 +58,5 @@ export function chunkEvent(chunk: Chunk): ParsedStreamEvent {
 
 /** The event of a plain chunk (plain-chunk.ts) of the stream `chunks` reads, read without parsing it; undefined when the chunk must be parsed. */
 export function plainStreamEvent(text: Utf8Bytes, chunks: PlainChunks): PlainStreamEvent | undefined {
-  const plain = chunks.read(text);
-  return (
-    plain && {
-      text,
-      plain: plain.members,
-      usage: undefined,
-      finishReason: plain.finishReason,
-      output: plain.output,
-      delivered: plain.delivered,
-      choice: plain.choice,
-      deliveredByChoice: undefined,
-    }
-  );
+  return chunks.read(text);
 }
