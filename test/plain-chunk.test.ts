@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { chunkHead, relayedEvent } from '../src/chat/normalize.js';
 import { PlainChunks, plainChunk as plainChunkOfBytes } from '../src/providers/plain-chunk.js';
 import type { StreamEvent } from '../src/providers/provider.js';
-import { plainStreamEvent as plainEventOfBytes, streamEvent } from '../src/providers/stream-event.js';
+import { streamEvent } from '../src/providers/stream-event.js';
 import { deliveredOf, type DeliveredBody } from '../src/providers/delivered-text.js';
 import { utf8Bytes, utf8Text } from '../src/utf8-bytes.js';
 
@@ -24,7 +24,7 @@ function plainChunk(text: string) {
   return plain && { members: utf8Text(plain.plain), delivered: deliveredOf(plain.delivered), output: plain.output };
 }
 function plainStreamEvent(text: string) {
-  const event = plainEventOfBytes(utf8Bytes(text), new PlainChunks());
+  const event = plainChunkOfBytes(utf8Bytes(text));
   return event && { ...event, delivered: deliveredOf(event.delivered) as DeliveredBody };
 }
 /** The chunk an event is relayed as (its `data:` event, which must be one line, unframed). */

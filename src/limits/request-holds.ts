@@ -210,9 +210,11 @@ export class RequestHolds {
   }
 
   private dropOtherKeys(h: Holds, ended: (k: OtherKeyHold) => boolean): void {
-    const others = h.otherKeys as OtherKeyHold[];
-    for (const k of others) if (ended(k)) this.addToKey(k.hash, -k.amount, -1);
-    const left = others.filter((k) => !ended(k));
+    const left: OtherKeyHold[] = [];
+    for (const k of h.otherKeys as OtherKeyHold[]) {
+      if (ended(k)) this.addToKey(k.hash, -k.amount, -1);
+      else left.push(k);
+    }
     h.otherKeys = left.length > 0 ? left : undefined;
   }
 

@@ -1,6 +1,5 @@
 import { deliveredBody, deliveredTexts, type ChoiceDelivered, type DeliveredBody } from './delivered-text.js';
-import type { PlainChunks } from './plain-chunk.js';
-import type { Chunk, ParsedStreamEvent, PlainStreamEvent } from './provider.js';
+import type { Chunk, ParsedStreamEvent } from './provider.js';
 import { usageOf } from './usage.js';
 import { utf8Bytes, type Utf8Bytes } from '../utf8-bytes.js';
 
@@ -54,9 +53,4 @@ function choiceDelivered(texts: Map<number, string>): ChoiceDelivered {
 /** The stream event of a chunk the gateway made itself (a whole answer replayed as a stream, the demo provider). */
 export function chunkEvent(chunk: Chunk): ParsedStreamEvent {
   return streamEvent(utf8Bytes(JSON.stringify(chunk)), chunk);
-}
-
-/** The event of a plain chunk (plain-chunk.ts) of the stream `chunks` reads, read without parsing it; undefined when the chunk must be parsed. */
-export function plainStreamEvent(text: Utf8Bytes, chunks: PlainChunks): PlainStreamEvent | undefined {
-  return chunks.read(text);
 }

@@ -15,7 +15,7 @@ import {
 } from '../provider.js';
 import { PlainChunks } from '../plain-chunk.js';
 import { answerFromChunks } from './answer-from-chunks.js';
-import { chunkEvent, plainStreamEvent, streamEvent } from '../stream-event.js';
+import { chunkEvent, streamEvent } from '../stream-event.js';
 import { retryAfterMs } from './retry-after.js';
 import { sseBatches } from './sse-batches.js';
 import { requestUpstream, type UpstreamBody, type UpstreamResponse } from './upstream-response.js';
@@ -190,7 +190,7 @@ export class OpenAiProvider implements ProviderAdapter {
 
   /** One event's data: a chunk, or the upstream's mid-stream error (thrown as a ProviderError). */
   private event(data: Utf8Bytes, sentKey: string | undefined, plainChunks: PlainChunks): StreamEvent {
-    const plain = plainStreamEvent(data, plainChunks);
+    const plain = plainChunks.read(data);
     return plain ?? streamEvent(data, parsedChunk(data, sentKey));
   }
 
