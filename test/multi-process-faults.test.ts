@@ -13,6 +13,7 @@ import {
 } from './helpers/gateway-cluster.js';
 import { privatePostgresMissing, startPrivatePostgres, type PrivatePostgres } from './helpers/private-postgres.js';
 import { redisServerAvailable, startPrivateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { instant } from './helpers/instant.js';
 import { redisUrl } from './helpers/redis.js';
 
 /**
@@ -52,7 +53,7 @@ const limits = { in_flight: { fraction: 0.5, ceiling: 50, balance_threshold: 100
 const latency = (o: Outcome) => o.endAt - o.sentAt;
 const sentIn = (outcomes: readonly Outcome[], from: number, to: number) => outcomes.filter((o) => o.sentAt >= from && o.sentAt < to);
 const hung = (outcomes: readonly Outcome[]) => outcomes.filter((o) => o.status === 0 || latency(o) > BOUND_MS + SLACK_MS);
-const maxLatency = (outcomes: readonly Outcome[]) => outcomes.reduce((m, o) => Math.max(m, latency(o)), 0);
+const maxLatency = (outcomes: readonly Outcome[]) => Math.round(outcomes.reduce((m, o) => Math.max(m, latency(o)), 0));
 const isUnavailable = (o: Outcome, reason: string) => o.status === 503 && o.reason === reason && Number(o.retryAfter) >= 1;
 /** A few examples, for a failure message. */
 const some = (outcomes: readonly Outcome[], t0: number) =>
@@ -116,15 +117,15 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
         await withRedisCluster('redis-paused', async (cluster, redis) => {
           // A balance below the threshold: every load request takes a hold on the balance and the in-flight budget.
           const acct = await cluster.createAccount({ name: 'load', credits: 50 });
-          const t0 = Date.now();
+          const t0 = instant();
           const load = cluster.load(acct.key, LOAD, LOAD_WORKERS);
           await sleep(2000);
-          const pausedAt = Date.now();
+          const pausedAt = instant();
           redis.pause();
           await sleep(6000);
           const readyDuring = await Promise.all([0, 1, 2].map((i) => ready(cluster, i)));
-          await sleep(Math.max(0, pausedAt + 7000 - Date.now()));
-          const resumedAt = Date.now();
+          await sleep(Math.max(0, pausedAt + 7000 - instant()));
+          const resumedAt = instant();
           redis.resume();
           await sleep(BOUND_MS + 2000);
           const readyAfter = await Promise.all([0, 1, 2].map((i) => ready(cluster, i)));
@@ -151,7 +152,7 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
             `${phase('before', before)} | ${phase('paused 7 s', during)} | ${phase('first 5 s after SIGCONT', resuming)} | ${phase('after', after)}`,
           );
           cluster.note(
-            `admitted unchecked: ${unchecked.length}, hung: ${hung(outcomes).length}, first request served ${firstServed} ms after SIGCONT, ` +
+            `admitted unchecked: ${unchecked.length}, hung: ${hung(outcomes).length}, first request served ${Math.round(firstServed)} ms after SIGCONT, ` +
               `/health/ready while paused ${readyDuring.join(',')}, after ${readyAfter.join(',')}`,
           );
           cluster.note(auditLine('ledger', audit));
@@ -178,7 +179,7 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
       await withRedisCluster('redis-restarted', async (cluster, redis) => {
         const loadAcct = await cluster.createAccount({ name: 'load', credits: 50 });
         const acct = await cluster.createAccount({ name: 'budget', credits: 10 });
-        const t0 = Date.now();
+        const t0 = instant();
         const load = cluster.load(loadAcct.key, LOAD, 8);
         // Two answers of cost 1 settle (on processes 0 and 1): balance 8, budget min(0.5 × 8, 50) = 4, settling 2.
         const settled = await Promise.all([0, 1].map((p) => cluster.chat(p, acct.key, { model: 't/quick', maxTokens: 100, tokens: 100 })));
@@ -188,13 +189,13 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
         const probe = (p: number) => cluster.chat(p, acct.key, { model: 't/quick', maxTokens: 10, tokens: 1 }); // estimate 0.1
         const beforeRestart = await probe(0);
 
-        const restartAt = Date.now();
+        const restartAt = instant();
         await redis.restart();
-        const readyAt = Date.now();
+        const readyAt = instant();
         const heldSeen: string[] = [];
-        while (Date.now() < readyAt + BOUND_MS) {
+        while (instant() < readyAt + BOUND_MS) {
           const view = await cluster.admin('GET', `/accounts/${acct.id}`).catch(() => undefined);
-          heldSeen.push(`${Date.now() - readyAt} ms: ${view?.body?.data?.in_flight?.held}`);
+          heldSeen.push(`${Math.round(instant() - readyAt)} ms: ${view?.body?.data?.in_flight?.held}`);
           await sleep(500);
         }
         const probes = await Promise.all([0, 1, 2].map(probe));
@@ -211,7 +212,7 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
         const auditBudget = await cluster.auditSettled(acct.id, acct.key, all);
         const auditLoad = await cluster.auditSettled(loadAcct.id, loadAcct.key, outcomes);
         cluster.note(
-          `before the restart: ${describeOutcome(beforeRestart, t0)}; restart took ${readyAt - restartAt} ms; held as process 0 reports it: ${heldSeen.join(', ')}`,
+          `before the restart: ${describeOutcome(beforeRestart, t0)}; restart took ${Math.round(readyAt - restartAt)} ms; held as process 0 reports it: ${heldSeen.join(', ')}`,
         );
         cluster.note(`probes 5 s after: ${probes.map((o) => describeOutcome(o, t0)).join('; ')}`);
         cluster.note(`load ${phase('restart + 5 s', gap)} | ${phase('after', after)}; held requests: ${ran.map((o) => o.status).join(',')}`);
@@ -269,27 +270,27 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
           const c = cluster;
           onTestFailed(() => console.log(c.tails()));
           const acct = await cluster.createAccount({ name: 'load', credits: 50 });
-          const t0 = Date.now();
+          const t0 = instant();
           const load = cluster.load(acct.key, LOAD, LOAD_WORKERS);
           await sleep(2000);
-          const stoppedAt = Date.now();
+          const stoppedAt = instant();
           await pg.stop();
-          const downAt = Date.now();
+          const downAt = instant();
           await sleep(5000);
           const readyDuring = await Promise.all([0, 1, 2].map((i) => ready(cluster as GatewayCluster, i)));
-          await sleep(Math.max(0, downAt + 6000 - Date.now()));
+          await sleep(Math.max(0, downAt + 6000 - instant()));
           await pg.start();
-          const upAt = Date.now();
+          const upAt = instant();
           // Recovered: every process served a request sent after PostgreSQL answered again (bounded).
           const servedBy = async (i: number) => {
-            while (Date.now() < upAt + 15_000 && (cluster as GatewayCluster).alive(i)) {
+            while (instant() < upAt + 15_000 && (cluster as GatewayCluster).alive(i)) {
               if (load.outcomes.some((o) => o.proc === i && o.status === 200 && o.sentAt >= upAt)) return true;
               await sleep(100);
             }
             return false;
           };
           const recovered = await Promise.all([0, 1, 2].map(servedBy));
-          const recoveredAt = Date.now();
+          const recoveredAt = instant();
           await sleep(3000);
           const readyAfter = await Promise.all([0, 1, 2].map((i) => ready(cluster as GatewayCluster, i)));
           const outcomes = await load.stop();
@@ -306,7 +307,7 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
             `${phase('before', before)} | ${phase('stopped', during)} | ${phase('until every process served again', restarting)} | ${phase('after', after)}`,
           );
           cluster.note(
-            `stop took ${downAt - stoppedAt} ms; recovered ${recovered.join(',')} within ${recoveredAt - upAt} ms of start; hung: ${hung(outcomes).length}; ` +
+            `stop took ${Math.round(downAt - stoppedAt)} ms; recovered ${recovered.join(',')} within ${Math.round(recoveredAt - upAt)} ms of start; hung: ${hung(outcomes).length}; ` +
               `/health/ready while stopped ${readyDuring.join(',')}, after ${readyAfter.join(',')}`,
           );
           cluster.note(auditLine('ledger', audit));
@@ -356,7 +357,7 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
           const VICTIM = 2;
           const loadAcct = await cluster.createAccount({ name: 'load', credits: 50 });
           const acct = await cluster.createAccount({ name: 'budget', credits: 12 }); // budget min(0.5 × 12, 50) = 6
-          const t0 = Date.now();
+          const t0 = instant();
           const load = cluster.load(loadAcct.key, LOAD, 9);
           // The victim holds six requests of estimate 1 open: the whole budget.
           const victims = Array.from({ length: 6 }, () => cluster!.chat(VICTIM, acct.key, { model: 't/held', maxTokens: 100, tokens: 50, boundMs: 60_000 }));
@@ -367,11 +368,11 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
           const beforeKill = await half(0);
           await sleep(1000);
 
-          const killedAt = Date.now();
+          const killedAt = instant();
           await cluster.kill9(VICTIM);
           const probes: Outcome[] = [];
           let admitted: Outcome | undefined;
-          while (!admitted && Date.now() < killedAt + LEASE_MS + 5000) {
+          while (!admitted && instant() < killedAt + LEASE_MS + 5000) {
             const o = await half(probes.length % 2);
             probes.push(o);
             if (o.status === 200) admitted = o;
@@ -388,7 +389,7 @@ describe.sequential('issue 8: faults under load, three gateway processes', () =>
           const cutOff = toVictim.filter((o) => o.status === 0).length;
           const auditLoad = await cluster.auditSettled(loadAcct.id, loadAcct.key, outcomes);
           const auditBudget = await cluster.auditSettled(acct.id, acct.key, [beforeKill, ...probes, ...victimOutcomes]);
-          const lapse = admitted ? admitted.sentAt - killedAt : undefined;
+          const lapse = admitted ? Math.round(admitted.sentAt - killedAt) : undefined;
           cluster.note(
             `before the kill, a request needing half the budget: ${describeOutcome(beforeKill, t0)}; after the kill it was admitted when sent ${lapse ?? 'never (8 s)'} ms later ` +
               `(lease ${LEASE_MS} ms), after ${probes.length - (admitted ? 1 : 0)} refusals ${JSON.stringify(tally(probes.filter((o) => o !== admitted)))}`,

@@ -7,6 +7,7 @@ import { openDatabase } from '../../src/ledger/database.js';
 import { creditsFromJson, formatCredits } from '../../src/ledger/money.js';
 import { ScriptedUpstream, upstreamAnswer, type Received } from './scripted-upstream.js';
 import { serveProcess, writeYaml, type ServeProcess } from './serve-process.js';
+import { instant } from './instant.js';
 
 /**
  * N gateway processes (`node dist/cli.js serve`) on one config: one PostgreSQL database, one Redis and
@@ -192,7 +193,7 @@ export function tally(outcomes: readonly Outcome[]): Record<string, number> {
 /** One outcome in a line, times relative to `t0`, for failure messages. */
 export function describeOutcome(o: Outcome, t0: number): string {
   const what = o.status === 0 ? `no answer (${o.failure}: ${o.message})` : `${o.status} ${o.reason ?? o.limit ?? o.limitSource ?? ''}`.trim();
-  return `${o.tag} to process ${o.proc} sent at +${o.sentAt - t0} ms: ${what} after ${o.endAt - o.sentAt} ms`;
+  return `${o.tag} to process ${o.proc} sent at +${Math.round(o.sentAt - t0)} ms: ${what} after ${Math.round(o.endAt - o.sentAt)} ms`;
 }
 
 /** Completion tokens an upstream answer reports: `tokens=N` in the request's message, else its max_tokens, else 1. */
@@ -337,7 +338,7 @@ export async function startGatewayCluster(opts: ClusterOptions): Promise<Gateway
   let tags = 0;
   const chat: GatewayCluster['chat'] = async (proc, key, req) => {
     const tag = `${opts.label}-${tags++}`;
-    const sentAt = Date.now();
+    const sentAt = instant();
     const outcome: Outcome = { tag, proc, model: req.model, sentAt, endAt: sentAt, status: 0, retryAfter: null };
     try {
       const res = await fetch(`${base(proc)}/api/v1/chat/completions`, {
@@ -375,7 +376,7 @@ export async function startGatewayCluster(opts: ClusterOptions): Promise<Gateway
       outcome.failure = name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'connection';
       outcome.message = String((err as Error).cause ?? (err as Error).message).slice(0, 200);
     }
-    outcome.endAt = Date.now();
+    outcome.endAt = instant();
     return outcome;
   };
 

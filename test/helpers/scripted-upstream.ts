@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { instant } from './instant.js';
 
 /** One scripted answer of the fake upstream. */
 export type Script =
@@ -36,7 +37,7 @@ export type Script =
   | { kind: 'destroy' };
 
 export interface Received {
-  /** When it arrived (Date.now()). */
+  /** When it arrived (instant.ts: ms since the epoch, to a fraction of a ms). */
   at: number;
   path: string;
   headers: IncomingMessage['headers'];
@@ -161,7 +162,7 @@ export class ScriptedUpstream {
     } catch {
       // leave empty
     }
-    const received: Received = { at: Date.now(), path: req.url ?? '', headers: req.headers, body, text: raw, port: req.socket.remotePort };
+    const received: Received = { at: instant(), path: req.url ?? '', headers: req.headers, body, text: raw, port: req.socket.remotePort };
     this.received.push(received);
     const s = this.next();
     switch (s.kind) {
