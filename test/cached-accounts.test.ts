@@ -74,4 +74,13 @@ describe('CachedAccounts', () => {
     clock.advance(1);
     expect((await accounts.getAccount(id))?.totalUsage).toBe(3n);
   });
+
+  it('shares one frozen account with every caller: a write to it throws and changes nothing', async () => {
+    const { accounts, id } = await setup();
+    const account = await accounts.getAccount(id);
+    expect(() => {
+      account!.balance = 1_000_000n;
+    }).toThrow(TypeError);
+    expect((await accounts.getAccount(id))?.balance).toBe(0n);
+  });
 });

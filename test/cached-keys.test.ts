@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/clock.js';
 import { CachedKeys } from '../src/ledger/cached-keys.js';
-import type { KeyPatch, KeyRecord, KeyRotation, KeyUsage, Keys, NewKey } from '../src/ledger/ledger.js';
+import type { KeyPatch, KeyRecord, KeySecret, KeyRotation, KeyUsage, Keys, NewKey } from '../src/ledger/ledger.js';
 import { deferred, TestFeed } from './helpers/test-feed.js';
 
 /** The database's keys, counting reads; `hold()` keeps the next read open until the test lets it go. */
@@ -275,11 +275,19 @@ describe('CachedKeys', () => {
     expect(db.reads).toBe(4);
   });
 
-  it('hands each caller its own copy', async () => {
+  it('shares one frozen key with every caller: a write to it throws and changes nothing', async () => {
     const { keys } = setup();
     const key = await keys.findKey('k1');
-    key!.disabled = true;
-    expect((await keys.findKey('k1'))?.disabled).toBe(false);
+    expect(() => {
+      key!.disabled = true;
+    }).toThrow(TypeError);
+    expect(() => {
+      (key!.secrets as KeySecret[]).push({ secretHash: 'x', validUntil: null });
+    }).toThrow(TypeError);
+    const again = await keys.findKey('k1');
+    expect(again?.disabled).toBe(false);
+    expect(again?.secrets.map((s) => s.secretHash)).toEqual(key!.secrets.map((s) => s.secretHash));
+    expect(again?.secrets.some((s) => s.secretHash === 'x')).toBe(false);
   });
 
   it('stops listening when closed', async () => {

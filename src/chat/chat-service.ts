@@ -6,7 +6,7 @@ import type { Config } from '../config/schema.js';
 import type { ErrorMetadata } from '../error-body.js';
 import { GatewayError, invalidRequest } from '../errors.js';
 import { accountOfKey } from '../ledger/account-of-key.js';
-import type { Accounts, Charges, KeyRecord } from '../ledger/ledger.js';
+import type { Account, Accounts, Charges, KeyRecord } from '../ledger/ledger.js';
 import { priceFromString, type Femto } from '../ledger/money.js';
 import { tokenUsage, type TokenUsage } from '../ledger/pricing.js';
 import type { Logger } from '../observability/logger.js';
@@ -157,6 +157,21 @@ function streamOptionsOf(req: ChatRequest): ChatBody | undefined {
   return isJsonObject(o) ? o : undefined;
 }
 
+/** What counts each free model an attempt tries against the free-model limits, once a model (made only for a request that has one). */
+function freeModelCounter(
+  freeLimits: ChatServiceDeps['freeLimits'],
+  account: Account,
+  limitedFree: ReadonlySet<CatalogModel>,
+  exemptEndpoint: (e: Attempt['endpoint']) => boolean,
+): (attempt: Attempt) => Promise<void> {
+  const counted = new Set<string>();
+  return async (attempt) => {
+    if (!limitedFree.has(attempt.model) || exemptEndpoint(attempt.endpoint) || counted.has(attempt.model.id)) return;
+    await freeLimits.count(account, attempt.model, counted.size === 0);
+    counted.add(attempt.model.id);
+  };
+}
+
 /**
  * The chat-completions pipeline behind the HTTP route: validate, plan, admit (402s before any
  * provider is called), route to a provider, relay the answer in the gateway's own shape and settle
@@ -212,12 +227,6 @@ export class ChatService {
       await admission.checkBalanceNotNegative(account);
       await this.deps.freeLimits.check(account, primary);
     }
-    const counted = new Set<string>();
-    const countFree = async (attempt: Attempt) => {
-      if (!limitedFree.has(attempt.model) || exemptEndpoint(attempt.endpoint) || counted.has(attempt.model.id)) return;
-      await this.deps.freeLimits.count(account, attempt.model, counted.size === 0);
-      counted.add(attempt.model.id);
-    };
 
     const id = this.ids.next(clock.now());
     const admitted = admission.admit({
@@ -263,7 +272,7 @@ export class ChatService {
         signal,
         cooldowns: this.deps.cooldowns,
         // Only where a free model is counted: an attempt with nothing to count waits for nothing.
-        beforeAttempt: limitedFree.size > 0 ? countFree : undefined,
+        beforeAttempt: limitedFree.size > 0 ? freeModelCounter(this.deps.freeLimits, account, limitedFree, exemptEndpoint) : undefined,
         metrics: this.deps.metrics,
         now: () => clock.now(),
       });

@@ -3,8 +3,8 @@ import { mapAwaitable, type Awaitable } from '../awaitable.js';
 import type { Clock } from '../clock.js';
 import { GatewayError } from '../errors.js';
 import type { KeyRecord, Keys } from '../ledger/ledger.js';
-import { secretsEqual } from '../security/api-key.js';
-import { acceptedSecret, secretHashOf } from '../security/accepted-secrets.js';
+import { hashApiKey, secretsEqual } from '../security/api-key.js';
+import { acceptedSecret, rememberedSecretHash } from '../security/accepted-secrets.js';
 
 /** A request as authentication reads it: its headers (Fastify's request, or node:http's). */
 type HeldHeaders = { readonly headers: IncomingHttpHeaders };
@@ -42,13 +42,15 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function authenticateKey(req: HeldHeaders, ledger: Pick<Keys, 'findKey' | 'keyHashOfSecret'>, clock: Clock, use: KeyUse): Awaitable<KeyRecord> {
   const presented = bearer(req);
   if (!presented) throw unauthorized('missing API key: send it as "Authorization: Bearer <API_KEY>"');
-  const secretHash = secretHashOf(presented);
+  // A secret accepted lately is looked up once (a lookup hashes the new string the header was cut into).
+  const remembered = rememberedSecretHash(presented);
+  const secretHash = remembered ?? hashApiKey(presented);
   return mapAwaitable(ledger.keyHashOfSecret(secretHash), (hash) =>
     hash === undefined
       ? checkedKey(undefined, secretHash, clock, use)
       : mapAwaitable(ledger.findKey(hash), (key) => {
           const accepted = checkedKey(key, secretHash, clock, use);
-          acceptedSecret(presented, secretHash);
+          if (remembered === undefined) acceptedSecret(presented, secretHash);
           return accepted;
         }),
   );

@@ -13,6 +13,9 @@ export interface CachedAccountsOptions {
   ttlMs?: number;
 }
 
+/** `account` frozen: what the cache shares. */
+const frozenAccount = (account: Account | undefined): Account | undefined => (account ? Object.freeze({ ...account }) : undefined);
+
 /**
  * Accounts with `getAccount` cached, for the account's own fields (name, type, exemptions) and its
  * totals as views show them (/credits, /key, the admin API). An admin change to an account (credits
@@ -42,11 +45,9 @@ export class CachedAccounts implements Accounts {
   }
 
   getAccount(id: string): Awaitable<Account | undefined> {
-    // Callers get their own copy: the cached one is shared.
-    return mapAwaitable(
-      this.cache.get(id, () => this.inner.getAccount(id)),
-      (account) => account && { ...account },
-    );
+    // The cached account is shared by every caller, so it is frozen (a caller that wrote to it would
+    // throw), where a copy a request cost a clone of the record.
+    return this.cache.get(id, () => mapAwaitable(this.inner.getAccount(id), frozenAccount));
   }
 
   async createAccount(input: NewAccount): Promise<Account> {

@@ -14,6 +14,12 @@ export interface CachedKeysOptions {
   fallbackTtlMs?: number;
 }
 
+/** `key` frozen, with its secrets: what the cache shares. */
+function frozenKey(key: KeyRecord | undefined): KeyRecord | undefined {
+  if (!key) return undefined;
+  return Object.freeze({ ...key, secrets: Object.freeze(key.secrets.map((s) => Object.freeze({ ...s }))) });
+}
+
 /**
  * Keys with `findKey` and `keyHashOfSecret` cached: both are read on every request. A change to a key
  * made through any process reaches this one through the change feed and drops the cached copy; unknown
@@ -47,11 +53,9 @@ export class CachedKeys implements Keys {
   }
 
   findKey(hash: string): Awaitable<KeyRecord | undefined> {
-    // Callers get their own copy: the cached one is shared.
-    return mapAwaitable(
-      this.keys.get(hash, () => this.inner.findKey(hash)),
-      (key) => key && { ...key },
-    );
+    // The cached record is shared by every caller, so it is frozen, secrets and all (a caller that
+    // wrote to it would throw), where a copy a request cost a clone of the record.
+    return this.keys.get(hash, () => mapAwaitable(this.inner.findKey(hash), frozenKey));
   }
 
   keyHashOfSecret(secretHash: string): Awaitable<string | undefined> {

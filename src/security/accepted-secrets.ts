@@ -14,9 +14,14 @@ const KEPT = 10_000;
  */
 const hashes = new Map<string, string>();
 
+/** The SHA-256 (hex) of `secret` when it was accepted lately, else undefined. */
+export function rememberedSecretHash(secret: string): string | undefined {
+  return hashes.get(secret);
+}
+
 /** The SHA-256 (hex) of `secret`, from the memo when it was accepted lately. */
 export function secretHashOf(secret: string): string {
-  return hashes.get(secret) ?? hashApiKey(secret);
+  return rememberedSecretHash(secret) ?? hashApiKey(secret);
 }
 
 /** `secret` (with its hash) was accepted: later requests with it skip the hashing. */
