@@ -1,4 +1,6 @@
-import { isUtf8 } from 'node:buffer';
+// Node's own module, not the global of the same name: globalThis's Buffer and performance are getters,
+// and a getter is called anew on every use in a request's path (bench/README.md, thirty-fifth session).
+import { Buffer, isUtf8 } from 'node:buffer';
 
 declare const utf8BytesBrand: unique symbol;
 
