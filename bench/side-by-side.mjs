@@ -6,18 +6,24 @@
 // window. The machine's drift (this host's CPU time per request moves by tens of percent between one
 // second and the next) then falls on both alike, where `npm run bench -- --baseline` measures them
 // one after the other. For telling a change of a few percent from noise (bench/README.md).
+// With --against bare, the other process is the bare pass-through (bench/bare-proxy.mjs) instead of
+// another build: the ratio the targets of `npm run bench` are stated in, with the drift on both alike.
 //
 //   npm run bench:side-by-side -- --baseline DIR [--deployment sqlite|postgres-redis]
 //                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8] [--warmup-s S]
+//   npm run bench:side-by-side -- --against bare [the same options]
 import { pinning, stopAll } from './lib/children.mjs';
 import { bodyFor, one, warmUp } from './lib/load.mjs';
 import { median } from './lib/report.mjs';
 import { checkBuildOptions, dieAs, setUp, startBuilds, parseOptions, buildOptions, warmupMsOf, warmupSecondsOption } from './lib/cli-options.mjs';
+import { startBare } from './lib/targets.mjs';
 
 const opt = parseOptions('side-by-side', {
   windows: { type: 'string', default: '20' },
   seconds: { type: 'string', default: '1' },
   concurrency: { type: 'string', default: '8' },
+  // `bare`: this build against the bare pass-through rather than another build
+  against: { type: 'string' },
   // each build's warm-up (2,000 requests) also lasts at least this long (s; default: the settlement window and 2 s more)
   ...warmupSecondsOption,
   ...buildOptions,
@@ -25,7 +31,12 @@ const opt = parseOptions('side-by-side', {
 const die = dieAs('side-by-side');
 const baseline = checkBuildOptions(opt, die);
 const WARMUP_MS = warmupMsOf(opt, die);
-if (!baseline) die('--baseline DIR is required (a built checkout to compare this build with)');
+const againstBare = opt.against === 'bare';
+if (opt.against !== undefined && !againstBare) die('--against takes bare (the bare pass-through)');
+if (againstBare && baseline) die('--against bare and --baseline DIR each name what this build is compared with: give one');
+if (!baseline && !againstBare) die('--baseline DIR or --against bare is required (what to compare this build with)');
+const otherName = againstBare ? 'the bare proxy' : baseline;
+const otherLabel = againstBare ? 'bare' : 'baseline';
 const WINDOWS = Number(opt.windows);
 const SECONDS = Number(opt.seconds);
 const CONCURRENCY = Number(opt.concurrency);
@@ -50,20 +61,15 @@ function loop(target, mode, concurrency, stop) {
 const pin = pinning('auto', die);
 try {
   const { tmp, upstreamUrl } = await setUp('side-by-side', { cpus: pin?.others });
-  const [mine, base] = await startBuilds(opt, baseline, {
-    tag: 'sidebyside',
-    upstreamUrl,
-    tmp,
-    loadPool: { connections: CONCURRENCY },
-    cpus: pin?.proxy,
-  });
+  const started = { tag: 'sidebyside', upstreamUrl, tmp, loadPool: { connections: CONCURRENCY }, cpus: pin?.proxy };
+  const [mine, base] = againstBare ? [...(await startBuilds(opt, undefined, started)), await startBare(started)] : await startBuilds(opt, baseline, started);
   for (const t of [mine, base]) {
     t.sent = 0;
     t.answered = 0;
     await warmUp(t, opt.mode, { requests: 2000, ms: WARMUP_MS, concurrency: CONCURRENCY }); // one at a time
   }
   process.stdout.write(
-    `side by side, ${opt.mode}, ${opt.deployment}: this build and ${baseline} under load at once (${CONCURRENCY} workers each), ` +
+    `side by side, ${opt.mode}, ${opt.deployment}: this build and ${otherName} under load at once (${CONCURRENCY} workers each), ` +
       `${WINDOWS} windows of ${SECONDS} s, after a warm-up of 2000 requests each lasting at least ${WARMUP_MS / 1000} s; CPU µs per request answered in each window\n\n`,
   );
   let stopped = false;
@@ -75,6 +81,7 @@ try {
       // What each spent since the last window goes back on its balance, outside the measured window: at
       // several thousand answers a second the balance would fall until the in-flight budget refused.
       for (const t of [mine, base]) {
+        if (!t.creditBack) continue; // the bare proxy charges nothing
         await t.creditBack(t.answered - (t.toppedUpAt ?? 0));
         t.toppedUpAt = t.answered;
       }
@@ -86,7 +93,7 @@ try {
       perReq.base.push(b);
       ratios.push(a / b);
       process.stdout.write(
-        `window ${String(w).padStart(3)}: this ${a.toFixed(0).padStart(5)} µs  baseline ${b.toFixed(0).padStart(5)} µs  ratio ${(a / b).toFixed(3)}\n`,
+        `window ${String(w).padStart(3)}: this ${a.toFixed(0).padStart(5)} µs  ${otherLabel} ${b.toFixed(0).padStart(5)} µs  ratio ${(a / b).toFixed(3)}\n`,
       );
     }
   } finally {
@@ -96,10 +103,11 @@ try {
   const sorted = [...ratios].sort((x, y) => x - y);
   const q = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
   process.stdout.write(
-    `\nthis build: ${median(perReq.mine).toFixed(0)} µs/req, baseline: ${median(perReq.base).toFixed(0)} µs/req (medians over the windows)\n` +
-      `this / baseline: median ${median(ratios).toFixed(3)} (middle half of the windows ${q(0.25).toFixed(3)}–${q(0.75).toFixed(3)})\n`,
+    `\nthis build: ${median(perReq.mine).toFixed(0)} µs/req, ${otherLabel}: ${median(perReq.base).toFixed(0)} µs/req (medians over the windows)\n` +
+      `this / ${otherLabel}: median ${median(ratios).toFixed(3)} (middle half of the windows ${q(0.25).toFixed(3)}–${q(0.75).toFixed(3)})\n`,
   );
   for (const t of [mine, base]) {
+    if (!t.ledgerCheck) continue; // the bare proxy keeps no ledger
     const check = await t.ledgerCheck();
     process.stdout.write(`ledger check (${t.label}): ${check.text} ${check.ok ? 'OK' : 'MISMATCH'}\n`);
     if (!check.ok) process.exitCode = 1;

@@ -314,6 +314,23 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     }
   });
 
+  it('side by side against the bare proxy: both under load at once, a ratio a window, the median, and the ledger check', async () => {
+    const args = ['--against', 'bare', '--windows', '2', '--seconds', '0.3', '--concurrency', '2', '--warmup-s', '0.2'];
+    const { code, out } = await runBench(args, 90_000, join(process.cwd(), 'bench', 'side-by-side.mjs'));
+    expect(code, out).toBe(0);
+    expect(out).toContain('this build and the bare proxy under load at once');
+    const windows = out.split('\n').filter((l) => /^window +\d+: this +\d+ µs {2}bare +\d+ µs {2}ratio \d+\.\d+$/.test(l));
+    expect(windows.length, out).toBe(2);
+    const median = Number(/this \/ bare: median (\d+\.\d+)/.exec(out)?.[1]);
+    expect(Number.isFinite(median) && median > 0, out).toBe(true);
+    // Tollgate's ledger is checked; the bare proxy keeps none.
+    expect(out).toMatch(/ledger check \(tollgate sqlite\): .* OK\n/);
+    expect(out).not.toMatch(/ledger check \(bare\)/);
+    const wrong = await runBench(['--against', 'floor'], 30_000, join(process.cwd(), 'bench', 'side-by-side.mjs'));
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.out).toContain('--against takes bare');
+  });
+
   it('soak mode: samples RSS and event-loop delay of concurrent slow streams and passes its ledger check', async () => {
     const json = join(dir, 'soak.json');
     const { code, out } = await runBench(
