@@ -55,7 +55,7 @@ describe('issue 7 item 5: the total timeout survives garbage collection', () => 
     const pool = OpenAiProvider.poolFor(upstreamUrl, 4, timeouts);
     const provider = new OpenAiProvider({ id: 'p', baseUrl: upstreamUrl, timeouts, clock: systemClock, pool });
     try {
-      const body = { value: { messages: [] }, text: '{"messages":[]}', streamOptions: undefined };
+      const body = { value: { messages: [] }, members: '"messages":[]', streamOptions: undefined };
       const answer = await provider.chat({ model: 'm', body, stream: true, apiKey: undefined, signal: new Cancellation() });
       if (answer.kind !== 'stream') throw new Error('expected a stream');
       const read = (async () => {

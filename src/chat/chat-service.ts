@@ -25,7 +25,7 @@ import { countImages, countPromptTokens, countTokens, promptSideText } from '../
 import { answerWriter, chunkHead, errorChunk, relayedEvent, usageBody, usageChunkText, type Served } from './normalize.js';
 import type { ChatUsageJson } from './answer-schemas.js';
 import { NO_BYTES, utf8Bytes, type Utf8Bytes } from '../utf8-bytes.js';
-import { hasDuplicateKeys, keyIn, objectMembers, spliceObject } from './json-members.js';
+import { hasDuplicateKeys, keyIn, objectMembers, spliceMembers } from './json-members.js';
 import { GATEWAY_FIELDS, parseChatRequest, requestedMaxTokens, type ChatRequest } from './request-schema.js';
 import { billedUsage, type BilledUsage } from './billed-usage.js';
 import { GenerationIds } from './generation-id.js';
@@ -105,7 +105,7 @@ class RelayedBody implements UpstreamBody {
   private built: ChatBody | undefined;
 
   constructor(
-    readonly text: string,
+    readonly members: string,
     readonly streamOptions: ChatBody | undefined,
     private readonly req: ChatRequest,
     private readonly messages: readonly unknown[],
@@ -145,10 +145,10 @@ function upstreamBody(req: ChatRequest, messages: readonly unknown[], rawText: s
       drop = (key, i) => dropped(key, i) || last.get(key) !== i;
     }
     const tail = sameMessages ? '' : `"messages":${JSON.stringify(messages)}`;
-    return new RelayedBody(spliceObject(rawText as string, members, '', drop, tail), streamOptionsOf(req), req, messages);
+    return new RelayedBody(spliceMembers(rawText as string, members, '', drop, tail), streamOptionsOf(req), req, messages);
   }
   const value = withoutGatewayFields(req, messages);
-  return { value, text: JSON.stringify(value), streamOptions: streamOptionsOf(req) };
+  return { value, members: JSON.stringify(value).slice(1, -1), streamOptions: streamOptionsOf(req) };
 }
 
 /** The client's `stream_options`, when it is an object (anything else was never an option to pass on). */

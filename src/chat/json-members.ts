@@ -90,12 +90,12 @@ export function objectMembers(text: string): Member[] | undefined {
 }
 
 /**
- * The object `text` rewritten: `head` (members' text, such as `"id":"x","model":"m"`) first, then
- * every member of `members` that `drop` does not name (by its key, and its index among `members`), as
- * written, then `tail`.
+ * The members of the object `text` rewritten, without braces: `head` (members' text, such as
+ * `"id":"x","model":"m"`) first, then every member of `members` that `drop` does not name (by its key,
+ * and its index among `members`), as written, then `tail`.
  */
-export function spliceObject(text: string, members: readonly Member[], head: string, drop: (key: string, index: number) => boolean, tail = ''): string {
-  let out = '{' + head;
+export function spliceMembers(text: string, members: readonly Member[], head: string, drop: (key: string, index: number) => boolean, tail = ''): string {
+  let out = head;
   let sep = head.length > 0;
   // Runs of kept members are copied as one slice, separators and all.
   let runStart = -1;
@@ -118,7 +118,12 @@ export function spliceObject(text: string, members: readonly Member[], head: str
     sep = true;
   }
   if (tail.length > 0) out += (sep ? ',' : '') + tail;
-  return out + '}';
+  return out;
+}
+
+/** The object `text` rewritten as spliceMembers rewrites its members, in braces. */
+export function spliceObject(text: string, members: readonly Member[], head: string, drop: (key: string, index: number) => boolean, tail = ''): string {
+  return `{${spliceMembers(text, members, head, drop, tail)}}`;
 }
 
 /**

@@ -18,8 +18,12 @@ export type Chunk = Record<string, unknown>;
 export interface UpstreamBody {
   /** (May be built when first read.) */
   readonly value: ChatBody;
-  /** `value` as a JSON object's text, starting with `{`. */
-  text: string;
+  /**
+   * `value`'s members as JSON text, without the object's braces ('' for none): an adapter writes its
+   * own members and these inside braces of its own, where cutting them out of the object's text
+   * would copy it once more.
+   */
+  members: string;
   /**
    * The members of the client's `stream_options` (not in `value`): an adapter that asks a stream's
    * upstream for its usage sets `include_usage` and passes the rest on.

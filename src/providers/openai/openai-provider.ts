@@ -94,10 +94,10 @@ export class OpenAiProvider implements ProviderAdapter {
   private async call(call: ChatCall, timeout: CallTimeout): Promise<ChatAnswer> {
     const { timeouts, clock } = this.options;
     const signal = timeout.signal;
-    // The adapter's own fields first, then the client's members as they came (the body's `{` dropped).
+    // The adapter's own fields first, then the client's members as they came.
     const own = call.stream ? `"stream":true,"stream_options":${streamOptionsText(call.body.streamOptions)}` : '"stream":false';
-    const rest = call.body.text.slice(1).trimStart();
-    const body = `{"model":${jsonString(call.model)},${own}${rest === '}' ? '}' : `,${rest}`}`;
+    const members = call.body.members;
+    const body = `{"model":${jsonString(call.model)},${own}${members === '' ? '' : `,${members}`}}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: call.stream ? 'text/event-stream' : 'application/json' };
     if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
 
