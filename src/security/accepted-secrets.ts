@@ -1,5 +1,3 @@
-import { hashApiKey } from './api-key.js';
-
 const KEPT = 10_000;
 
 /**
@@ -17,11 +15,6 @@ const hashes = new Map<string, string>();
 /** The SHA-256 (hex) of `secret` when it was accepted lately, else undefined. */
 export function rememberedSecretHash(secret: string): string | undefined {
   return hashes.get(secret);
-}
-
-/** The SHA-256 (hex) of `secret`, from the memo when it was accepted lately. */
-export function secretHashOf(secret: string): string {
-  return rememberedSecretHash(secret) ?? hashApiKey(secret);
 }
 
 /** `secret` (with its hash) was accepted: later requests with it skip the hashing. */
