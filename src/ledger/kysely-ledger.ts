@@ -1,5 +1,4 @@
-// Node's own module, not the global of the same name: globalThis's Buffer and performance are getters,
-// and a getter is called anew on every use in a request's path (bench/README.md, thirty-fifth session).
+// Imported: globalThis's performance is a getter, called on every use (bench/README.md, thirty-fifth session).
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql, type Kysely } from 'kysely';

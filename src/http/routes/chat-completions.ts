@@ -1,5 +1,4 @@
-// Node's own module, not the global of the same name: globalThis's Buffer and performance are getters,
-// and a getter is called anew on every use in a request's path (bench/README.md, thirty-fifth session).
+// Imported: globalThis's Buffer and performance are getters, called on every use (bench/README.md, thirty-fifth session).
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
