@@ -312,7 +312,7 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
       for (const f of figures) expect(Number.isFinite(f), out).toBe(true);
       expect(figures[2], out).toBeGreaterThan(0); // ns a turn
     }
-  });
+  }, 60_000);
 
   it('side by side against the bare proxy: both under load at once, a ratio a window, the median, and the ledger check', async () => {
     const args = ['--against', 'bare', '--windows', '2', '--seconds', '0.3', '--concurrency', '2', '--warmup-s', '0.2'];
@@ -329,7 +329,7 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     const wrong = await runBench(['--against', 'floor'], 30_000, join(process.cwd(), 'bench', 'side-by-side.mjs'));
     expect(wrong.code).not.toBe(0);
     expect(wrong.out).toContain('--against takes bare');
-  });
+  }, 120_000);
 
   it('soak mode: samples RSS and event-loop delay of concurrent slow streams and passes its ledger check', async () => {
     const json = join(dir, 'soak.json');
