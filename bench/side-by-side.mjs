@@ -10,7 +10,7 @@
 // another build: the ratio the targets of `npm run bench` are stated in, with the drift on both alike.
 //
 //   npm run bench:side-by-side -- --baseline DIR [--deployment sqlite|postgres-redis]
-//                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8] [--warmup-s S]
+//                                                [--mode json|sse] [--windows 20] [--seconds 1] [--concurrency 8] [--warmup 2000] [--warmup-s S]
 //   npm run bench:side-by-side -- --against bare [the same options]
 import { pinning, stopAll } from './lib/children.mjs';
 import { bodyFor, one, warmUp } from './lib/load.mjs';
@@ -24,7 +24,8 @@ const opt = parseOptions('side-by-side', {
   concurrency: { type: 'string', default: '8' },
   // `bare`: this build against the bare pass-through rather than another build
   against: { type: 'string' },
-  // each build's warm-up (2,000 requests) also lasts at least this long (s; default: the settlement window and 2 s more)
+  // each build's warm-up: this many requests (default 2,000), and at least --warmup-s long (s; default: the settlement window and 2 s more)
+  warmup: { type: 'string', default: '2000' },
   ...warmupSecondsOption,
   ...buildOptions,
 });
@@ -40,9 +41,11 @@ const otherLabel = againstBare ? 'bare' : 'baseline';
 const WINDOWS = Number(opt.windows);
 const SECONDS = Number(opt.seconds);
 const CONCURRENCY = Number(opt.concurrency);
+const WARMUP = Number(opt.warmup);
 if (!(Number.isInteger(WINDOWS) && WINDOWS >= 1 && WINDOWS <= 500)) die('--windows 1..500');
 if (!(SECONDS > 0 && SECONDS <= 60)) die('--seconds 0..60');
 if (!(Number.isInteger(CONCURRENCY) && CONCURRENCY >= 1 && CONCURRENCY <= 256)) die('--concurrency 1..256');
+if (!(Number.isInteger(WARMUP) && WARMUP >= 0 && WARMUP <= 10_000_000)) die('--warmup 0..10000000 (requests)');
 if (!['json', 'sse'].includes(opt.mode)) die('--mode json or sse');
 
 /** Sends requests to `target` from `concurrency` workers until `stop()` says so; counts the answers. */
@@ -66,7 +69,7 @@ try {
   for (const t of [mine, base]) {
     t.sent = 0;
     t.answered = 0;
-    await warmUp(t, opt.mode, { requests: 2000, ms: WARMUP_MS, concurrency: CONCURRENCY }); // one at a time
+    await warmUp(t, opt.mode, { requests: WARMUP, ms: WARMUP_MS, concurrency: CONCURRENCY }); // one at a time
   }
   process.stdout.write(
     `side by side, ${opt.mode}, ${opt.deployment}: this build and ${otherName} under load at once (${CONCURRENCY} workers each), ` +

@@ -315,7 +315,7 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
   }, 60_000);
 
   it('side by side against the bare proxy: both under load at once, a ratio a window, the median, and the ledger check', async () => {
-    const args = ['--against', 'bare', '--windows', '2', '--seconds', '0.3', '--concurrency', '2', '--warmup-s', '0.2'];
+    const args = ['--against', 'bare', '--windows', '2', '--seconds', '0.3', '--concurrency', '2', '--warmup', '200', '--warmup-s', '0.2'];
     const { code, out } = await runBench(args, 90_000, join(process.cwd(), 'bench', 'side-by-side.mjs'));
     expect(code, out).toBe(0);
     expect(out).toContain('this build and the bare proxy under load at once');
