@@ -83,4 +83,17 @@ describe('CachedAccounts', () => {
     }).toThrow(TypeError);
     expect((await accounts.getAccount(id))?.balance).toBe(0n);
   });
+
+  it('gives every copy of an account read again the same shape, so code optimised for one is not thrown away for the next', async () => {
+    // As for keys (cached-keys.test.ts): a frozen spread copy got a map of its own nearly every time.
+    const haveSameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean;
+    const { accounts, clock, id } = await setup();
+    const first = (await accounts.getAccount(id))!;
+    for (let i = 0; i < 200; i++) {
+      clock.advance(1000); // past the cache's second: the next read is a new copy
+      const again = (await accounts.getAccount(id))!;
+      expect(again).not.toBe(first);
+      expect(haveSameMap(again, first), `read ${i}`).toBe(true);
+    }
+  });
 });

@@ -13,8 +13,20 @@ export interface CachedAccountsOptions {
   ttlMs?: number;
 }
 
-/** `account` frozen: what the cache shares. */
-const frozenAccount = (account: Account | undefined): Account | undefined => (account ? Object.freeze({ ...account }) : undefined);
+/** `account` frozen: what the cache shares. Field by field, not spread, for one map (as cached-keys.ts's frozenKey). */
+const frozenAccount = (account: Account | undefined): Account | undefined =>
+  account
+    ? Object.freeze({
+        id: account.id,
+        name: account.name,
+        type: account.type,
+        balance: account.balance,
+        totalPurchased: account.totalPurchased,
+        totalUsage: account.totalUsage,
+        createdAt: account.createdAt,
+        freeModelLimitsExempt: account.freeModelLimitsExempt,
+      })
+    : undefined;
 
 /**
  * Accounts with `getAccount` cached, for the account's own fields (name, type, exemptions) and its
