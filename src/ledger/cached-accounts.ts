@@ -1,5 +1,5 @@
 import type { ChangeFeed } from '../events/change-feed.js';
-import { mapAwaitable, type Awaitable } from '../awaitable.js';
+import type { Awaitable } from '../awaitable.js';
 import { FeedCache } from '../events/feed-cache.js';
 import type { Account, Accounts, CreditKind, NewAccount } from './ledger.js';
 import type { Nano } from './money.js';
@@ -12,21 +12,6 @@ export interface CachedAccountsOptions {
   /** How long an account is reused, live feed or not (default and at most 1 s). */
   ttlMs?: number;
 }
-
-/** `account` frozen: what the cache shares. Field by field, not spread, for one map (as cached-keys.ts's frozenKey). */
-const frozenAccount = (account: Account | undefined): Account | undefined =>
-  account
-    ? Object.freeze({
-        id: account.id,
-        name: account.name,
-        type: account.type,
-        balance: account.balance,
-        totalPurchased: account.totalPurchased,
-        totalUsage: account.totalUsage,
-        createdAt: account.createdAt,
-        freeModelLimitsExempt: account.freeModelLimitsExempt,
-      })
-    : undefined;
 
 /**
  * Accounts with `getAccount` cached, for the account's own fields (name, type, exemptions) and its
@@ -57,9 +42,9 @@ export class CachedAccounts implements Accounts {
   }
 
   getAccount(id: string): Awaitable<Account | undefined> {
-    // The cached account is shared by every caller, so it is frozen (a caller that wrote to it would
-    // throw), where a copy a request cost a clone of the record.
-    return this.cache.get(id, () => mapAwaitable(this.inner.getAccount(id), frozenAccount));
+    // The cached account is shared by every caller: its fields are read-only by their type, and it is
+    // not frozen, for one map (as cached-keys.ts says).
+    return this.cache.get(id, () => this.inner.getAccount(id));
   }
 
   async createAccount(input: NewAccount): Promise<Account> {

@@ -1,5 +1,5 @@
 import type { Change, ChangeFeed } from '../events/change-feed.js';
-import { mapAwaitable, type Awaitable } from '../awaitable.js';
+import type { Awaitable } from '../awaitable.js';
 import { FeedCache } from '../events/feed-cache.js';
 import type { KeyListing, KeyPatch, KeyRecord, KeyRotation, KeyUsage, Keys, NewKey } from './ledger.js';
 
@@ -12,32 +12,6 @@ export interface CachedKeysOptions {
   liveTtlMs?: number;
   /** How long a key is reused while the feed is not live (default 1 s): CONTRACT §8's bound. */
   fallbackTtlMs?: number;
-}
-
-/**
- * `key` frozen, with its secrets: what the cache shares. Copied field by field into object literals,
- * not spread: V8 gives a spread copy, once frozen, a map of its own nearly every time (191 of 200 in a
- * micro-benchmark), so each key read again (every second without a live feed) deoptimised every
- * function optimised for the last one's map, nine at a time on the request's path, and V8 compiled
- * them again (bench/README.md, thirty-sixth session). Frozen literals share one map.
- */
-function frozenKey(key: KeyRecord | undefined): KeyRecord | undefined {
-  if (!key) return undefined;
-  return Object.freeze({
-    hash: key.hash,
-    accountId: key.accountId,
-    name: key.name,
-    label: key.label,
-    disabled: key.disabled,
-    limit: key.limit,
-    limitReset: key.limitReset,
-    includeByokInLimit: key.includeByokInLimit,
-    expiresAt: key.expiresAt,
-    createdAt: key.createdAt,
-    updatedAt: key.updatedAt,
-    management: key.management,
-    secrets: Object.freeze(key.secrets.map((s) => Object.freeze({ secretHash: s.secretHash, validUntil: s.validUntil }))),
-  });
 }
 
 /**
@@ -73,9 +47,11 @@ export class CachedKeys implements Keys {
   }
 
   findKey(hash: string): Awaitable<KeyRecord | undefined> {
-    // The cached record is shared by every caller, so it is frozen, secrets and all (a caller that
-    // wrote to it would throw), where a copy a request cost a clone of the record.
-    return this.keys.get(hash, () => mapAwaitable(this.inner.findKey(hash), frozenKey));
+    // The cached record is shared by every caller, where a copy a request cost a clone of it: its
+    // fields are read-only by their type. Not frozen: V8 gave frozen copies of a key a map of their own
+    // nearly every time, so each key read again (every second on SQLite) deoptimised the functions of
+    // the request's path that read it, and V8 compiled them again (bench/README.md, thirty-sixth session).
+    return this.keys.get(hash, () => this.inner.findKey(hash));
   }
 
   keyHashOfSecret(secretHash: string): Awaitable<string | undefined> {

@@ -11,15 +11,16 @@ export type AccountType = 'prepaid' | 'enterprise' | 'subscription' | 'invoice';
 export const accountTypes: readonly AccountType[] = ['prepaid', 'enterprise', 'subscription', 'invoice'];
 export type CreditKind = 'purchase' | 'adjustment';
 
+/** An account as read. Read-only: the caches share one copy with every request (cached-accounts.ts). */
 export interface Account {
-  id: string;
-  name: string;
-  type: AccountType;
-  balance: Nano;
-  totalPurchased: Nano;
-  totalUsage: Nano;
-  createdAt: number;
-  freeModelLimitsExempt: boolean;
+  readonly id: string;
+  readonly name: string;
+  readonly type: AccountType;
+  readonly balance: Nano;
+  readonly totalPurchased: Nano;
+  readonly totalUsage: Nano;
+  readonly createdAt: number;
+  readonly freeModelLimitsExempt: boolean;
 }
 
 export interface NewAccount {
@@ -34,8 +35,8 @@ export interface NewAccount {
  * rotation, until `validUntil` (epoch ms) has passed. Only secrets' hashes are stored.
  */
 export interface KeySecret {
-  secretHash: string;
-  validUntil: number | null;
+  readonly secretHash: string;
+  readonly validUntil: number | null;
 }
 
 /**
@@ -43,22 +44,22 @@ export interface KeySecret {
  * it was created with, and it stays the key's id when a rotation gives it new secrets.
  */
 export interface KeyRecord {
-  hash: string;
-  accountId: string;
-  name: string;
-  label: string;
-  disabled: boolean;
-  limit: Nano | null;
-  limitReset: LimitReset | null;
-  includeByokInLimit: boolean;
-  expiresAt: number | null;
-  createdAt: number;
+  readonly hash: string;
+  readonly accountId: string;
+  readonly name: string;
+  readonly label: string;
+  readonly disabled: boolean;
+  readonly limit: Nano | null;
+  readonly limitReset: LimitReset | null;
+  readonly includeByokInLimit: boolean;
+  readonly expiresAt: number | null;
+  readonly createdAt: number;
   /** null until the key is first changed. */
-  updatedAt: number | null;
+  readonly updatedAt: number | null;
   /** A management key provisions its account's keys (CONTRACT §9) and is refused for inference. */
-  management: boolean;
+  readonly management: boolean;
   /** The secrets that authenticate as it now, or did until lately (expired ones may linger). */
-  secrets: readonly KeySecret[];
+  readonly secrets: readonly KeySecret[];
 }
 
 export interface NewKey {
@@ -76,7 +77,8 @@ export interface NewKey {
   management?: boolean;
 }
 
-export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'disabled' | 'expiresAt'>>;
+/** The fields of a key a change may set (built a field at a time, so not read-only as a record's are). */
+export type KeyPatch = { -readonly [F in 'name' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'disabled' | 'expiresAt']?: KeyRecord[F] };
 
 /** A new secret for a key (`rotateKey`); the old ones authenticate until `graceUntil`. */
 export interface KeyRotation {
