@@ -41,7 +41,8 @@ export interface KeySecret {
 
 /**
  * An API key. `hash` is its public id (in answers, generations and key usage): the hash of the secret
- * it was created with, and it stays the key's id when a rotation gives it new secrets.
+ * it was created with, and it stays the key's id when a rotation gives it new secrets. Read-only: the
+ * caches share one copy with every request (cached-keys.ts).
  */
 export interface KeyRecord {
   readonly hash: string;
