@@ -54,5 +54,6 @@ describe('records read again through the caches, from the SQLite ledger', () => 
       expect(again).not.toBe(first);
       expect(haveSameMap(again, first), `read ${i}`).toBe(true);
     }
+    accounts.close();
   });
 });

@@ -78,8 +78,11 @@ export interface NewKey {
   management?: boolean;
 }
 
-/** The fields of a key a change may set (built a field at a time, so not read-only as a record's are). */
-export type KeyPatch = { -readonly [F in 'name' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'disabled' | 'expiresAt']?: KeyRecord[F] };
+/** `T` with its fields writable: what is built a field at a time (a patch; a test's stored rows). */
+export type Writable<T> = { -readonly [F in keyof T]: T[F] };
+
+/** The fields of a key a change may set. */
+export type KeyPatch = Partial<Writable<Pick<KeyRecord, 'name' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'disabled' | 'expiresAt'>>>;
 
 /** A new secret for a key (`rotateKey`); the old ones authenticate until `graceUntil`. */
 export interface KeyRotation {
