@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { IdTable, idHash } from '../src/limits/id-table.js';
+import { IdTable, idHash } from '../src/id-table.js';
 
 /** A table over an id list (value = index in it), beside a Map, as SettlingQueue uses it. */
 function tableAndModel() {
@@ -39,6 +39,8 @@ describe('IdTable: request ids to numbers, without a Map', () => {
             if (!t.model.has(o.add)) t.add(o.add);
           } else t.remove(o.remove);
           expect(t.table.size).toBe(t.model.size);
+          const probe = 'add' in o ? o.add : o.remove;
+          expect(t.table.find(probe, idHash(probe))).toBe(t.model.get(probe) ?? -1);
         }
         for (const [k] of [...t.model]) t.remove(k);
         expect(t.table.size).toBe(0);

@@ -40,6 +40,7 @@ import { sqliteCommitWriter } from './sqlite-commit-writer.js';
 import type { ApiKeysTable, Database } from './schema.js';
 import { writeCommit } from './write-commit.js';
 import { systemClock, type Clock } from '../clock.js';
+import { IdMap } from '../id-map.js';
 
 /** The tables are this many journaled charges behind (they refuse writes): no more are taken for now. */
 class LedgerBacklog extends Error {
@@ -233,7 +234,7 @@ const GATHER_MS = 2;
 export class KyselyLedger implements Ledger {
   private queue: Queued[] = [];
   /** Charges queued or being written, by generation id. */
-  private readonly pendingCharges = new Map<string, { queued: Queued; written: Promise<void>; recorded: Promise<void>; journaled: boolean }>();
+  private readonly pendingCharges = new IdMap<{ queued: Queued; written: Promise<void>; recorded: Promise<void>; journaled: boolean }>();
   /** Charges journaled (durable) and not yet in the tables, oldest first (SQLite). */
   private unapplied: Queued[] = [];
   /** The rows of the journal table (earlier versions') this ledger applies, by sequence number, until they are dropped. */

@@ -2,6 +2,7 @@ import type { Nano } from '../ledger/money.js';
 import { ExpiryHeap } from './expiry-heap.js';
 import type { ChargePeriods } from './hold-store.js';
 import type { PendingCharge } from './money-view.js';
+import { IdMap } from '../id-map.js';
 
 /**
  * What is pending for one key in one day (and so in one week and one month): the charges of a key
@@ -45,7 +46,7 @@ const countsIn = (periods: ChargePeriods, period: string): boolean =>
  * the end of its lease unless renewed, found in O(log n) (a heap of lease ends).
  */
 export class PendingCharges {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new IdMap<Entry>();
   private expiries = new ExpiryHeap();
   /** Each key's buckets (one a day with charges pending). */
   private readonly byKey = new Map<string, Bucket[]>();
@@ -152,7 +153,7 @@ export class PendingCharges {
 
   private compact(): void {
     const fresh = new ExpiryHeap();
-    for (const [id, e] of this.entries) fresh.push({ at: e.until, id, version: e.version });
+    for (const [id, e] of this.entries.entries()) fresh.push({ at: e.until, id, version: e.version });
     this.expiries = fresh;
   }
 }

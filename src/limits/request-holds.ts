@@ -1,6 +1,7 @@
 import type { Nano } from '../ledger/money.js';
 import { ExpiryHeap } from './expiry-heap.js';
 import type { HoldView } from './hold-store.js';
+import { IdMap } from '../id-map.js';
 
 /** A hold on a key's limit other than a request's first (an id admitted again for another key). */
 interface OtherKeyHold {
@@ -44,7 +45,7 @@ interface KeyTotal {
  * at its own next end. A hold counts until the first look at or after its lease end (`lapse(now)`).
  */
 export class RequestHolds {
-  private readonly byId = new Map<string, Holds>();
+  private readonly byId = new IdMap<Holds>();
   private expiries = new ExpiryHeap();
   private version = 0;
   /** The running holds on the in-flight budget, and on the balance, in all. */
@@ -233,7 +234,7 @@ export class RequestHolds {
     // Stale entries (of requests gone, or renewed) are dropped all at once when they outnumber the live ones.
     if (this.expiries.size > 2 * this.byId.size + 64) {
       const fresh = new ExpiryHeap();
-      for (const [hid, h] of this.byId) fresh.push({ at: earliestEnd(h), id: hid, version: h.version });
+      for (const [hid, h] of this.byId.entries()) fresh.push({ at: earliestEnd(h), id: hid, version: h.version });
       this.expiries = fresh;
     }
   }

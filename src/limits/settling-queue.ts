@@ -1,5 +1,5 @@
 import type { Nano } from '../ledger/money.js';
-import { IdTable, idHash } from './id-table.js';
+import { IdTable, idHash } from '../id-table.js';
 
 /** What one BigInt64Array slot holds: the amounts up to it go in the compact run. */
 const MAX_COMPACT = 2n ** 63n - 1n;

@@ -208,7 +208,7 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
       const deadline = clock.schedule(config.limits.request_deadline_ms, () =>
         controller.abort(new DOMException(`the request ran past its deadline (${config.limits.request_deadline_ms} ms)`, 'TimeoutError')),
       );
-      inflight.add(controller);
+      const running = inflight.add(controller);
       let streaming = false;
       try {
         started = await chat.start(key, body.value, controller.signal, body.text);
@@ -246,7 +246,7 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
         // Every path settles; one that ended before any output (the client gone first) releases its holds.
         if (started && !started.settlement.settled) started.settlement.settleNothing();
         deadline.cancel();
-        inflight.delete(controller);
+        inflight.delete(running);
       }
     }
 

@@ -56,6 +56,17 @@ export class IdTable {
     this.count++;
   }
 
+  /** The value stored with `id` (whose hash is `hash`, idHash(id)), or -1 when it is not there. */
+  find(id: string, hash: number): number {
+    if (this.count === 0) return -1;
+    const { hashes, values, mask } = this;
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
+      const h = hashes[i] as number;
+      if (h === 0) return -1;
+      if (h === hash && this.keyOf(values[i] as number) === id) return values[i] as number;
+    }
+  }
+
   /** Removes `id` (whose hash is `hash`, idHash(id)): its value, or -1 when it was not there. */
   remove(id: string, hash: number): number {
     if (this.count === 0) return -1;
