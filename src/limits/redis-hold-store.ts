@@ -7,6 +7,7 @@ import { withinDeadline } from './limits-unavailable.js';
 import { ExpiryHeap } from './expiry-heap.js';
 import { APPLY, PUT, VIEW } from './hold-scripts.js';
 import { TurnBatches } from './turn-batches.js';
+import { IdMap } from '../id-map.js';
 
 const BASE = 1_000_000_000n;
 
@@ -146,7 +147,7 @@ export class RedisHoldStore implements HoldStore {
   private readonly redis: Redis & Scripts;
   private readonly prefix: string;
   private readonly timeoutMs: number;
-  private readonly mirror = new Map<string, Mirrored>();
+  private readonly mirror = new IdMap<Mirrored>();
   /**
    * When each mirrored request may have nothing left in Redis: at or before its last deadline, so the
    * sync forgets what lapsed in O(log n) an entry (a request's settling hold stays for the settlement
@@ -425,7 +426,7 @@ export class RedisHoldStore implements HoldStore {
       const kept = await withinDeadline(this.timeoutMs, () => this.redis.set(this.alive, '1', 'PX', 30_000, 'XX'));
       if (kept === null) {
         // First tick, or Redis lost what it had: everything this process holds goes back.
-        for (const id of this.mirror.keys()) this.dirty.add(id);
+        for (const [id] of this.mirror.entries()) this.dirty.add(id);
         await withinDeadline(this.timeoutMs, () => this.redis.set(this.alive, '1', 'PX', 30_000));
       }
       for (const id of [...this.dirty]) {
@@ -470,7 +471,7 @@ export class RedisHoldStore implements HoldStore {
     // when they outnumber the mirror, the heap is made again from it.
     if (this.expiries.size > 2 * this.mirror.size + 1024) {
       const fresh = new ExpiryHeap();
-      for (const [id, m] of this.mirror) fresh.push({ at: lastDeadline(m, now), id, version: 0 });
+      for (const [id, m] of this.mirror.entries()) fresh.push({ at: lastDeadline(m, now), id, version: 0 });
       this.expiries = fresh;
     }
   }
