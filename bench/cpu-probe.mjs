@@ -16,7 +16,9 @@
 //                marking (when one began within the 2 s before its pause) to the end of its pause
 //   alloc-start → starts V8's sampling heap profiler (an allocation sampled about every 1 KB: node:inspector,
 //                HeapProfiler.startSampling), keeping the samples of objects collected since, so that
-//                it tells what was allocated, garbage included, not only what is still alive
+//                it tells what was allocated, garbage included, not only what is still alive;
+//                with {survivors: true}, only the samples of objects no scavenge collected (alive at
+//                the end, or collected by a full collection): what reached the old generation
 //   alloc-stop {file} → writes the profile since `alloc-start` to `file` (a .heapprofile, which Chrome's
 //                DevTools opens) and answers {id, ok}
 // The bare string "cpu" is answered with {cpu} too (older callers). It does nothing else; the
@@ -148,7 +150,11 @@ if (typeof process.send === 'function') {
       }
       post('HeapProfiler.enable')
         .then(() =>
-          post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }),
+          post('HeapProfiler.startSampling', {
+            samplingInterval: 1024,
+            includeObjectsCollectedByMajorGC: true,
+            includeObjectsCollectedByMinorGC: msg.survivors !== true,
+          }),
         )
         .then(
           () => process.send({ id, ok: true }),

@@ -7,7 +7,7 @@
 //
 //   npm run build && node bench/open-loop.mjs [--deployment sqlite|postgres-redis] [--mode json|sse]
 //                                             [--rate 1000] [--seconds 3] [--rounds 6] [--baseline DIR] [--profile DIR] [--gc]
-//                                             [--alloc DIR] [--perf DIR]
+//                                             [--alloc DIR [--survivors]] [--perf DIR]
 //
 // --gc: what each process's garbage collector did in its rounds (v8.GCProfiler, through the probe): the
 // bytes a request allocated in the young generation and those that outlived it into the old one, the
@@ -18,6 +18,8 @@
 // and by area (V8's sampling heap profiler, through the probe, around each of its rounds; one .heapprofile a
 // round in DIR, which Chrome's DevTools opens). Allocation is what fills the young generation: the fewer
 // bytes a request, the fewer scavenges (bench/README.md, tenth session). The profiler slows the rounds.
+// With --survivors, only what outlived the young generation (objects a scavenge collected are left out):
+// what a request adds to the old generation, which full collections then reclaim (thirty-seventh session).
 //
 // --perf DIR: each measured round of the bare proxy and each Tollgate recorded by Linux perf (every thread,
 // the kernel included; one .data file a round in DIR), then each process's CPU a request by area and
@@ -44,6 +46,8 @@ const opt = parseOptions('open-loop', {
   profile: { type: 'string' },
   gc: { type: 'boolean', default: false },
   alloc: { type: 'string' },
+  // with --alloc: only the objects no scavenge collected
+  survivors: { type: 'boolean', default: false },
   // each measured round recorded by Linux perf, one .data file a round in DIR
   perf: { type: 'string' },
   ...buildOptions,
@@ -184,7 +188,7 @@ try {
     for (const p of round % 2 ? proxies : [...proxies].reverse()) {
       const from = process.hrtime.bigint() / 1000n; // µs on the clock of a .cpuprofile's samples
       if (opt.gc) await probe(p.child, 'gc-start');
-      if (allocDir) await probe(p.child, 'alloc-start');
+      if (allocDir) await probe(p.child, 'alloc-start', 5_000, { survivors: opt.survivors });
       const perfFile = perfDir && path.join(perfDir, `${p.id.replaceAll(':', '-')}-round${round}.data`);
       const recording = perfFile && (await recordPerf(p.child.pid, perfFile));
       const c0 = (await p.cpu()).us;
@@ -239,7 +243,8 @@ try {
   }
   if (allocDir) {
     process.stdout.write(`\nallocations over the rounds (--alloc; the profiles are in ${allocDir}):\n`);
-    for (const p of proxies) if (p.alloc) process.stdout.write(`\n${allocationReport(p.label, p.alloc.totals, p.alloc.requests)}`);
+    for (const p of proxies)
+      if (p.alloc) process.stdout.write(`\n${allocationReport(p.label, p.alloc.totals, p.alloc.requests, { survivors: opt.survivors })}`);
   }
   if (perfDir) {
     process.stdout.write(`\nwhere the CPU went (--perf; the recordings are in ${perfDir}):\n`);

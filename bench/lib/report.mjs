@@ -136,19 +136,32 @@ export function compareAreas(title, bare, tollgate, top = 20) {
 
 /** Adds a sampling heap profile's bytes (each node's selfSize) to `totals` ({ byFn, byArea, total }) by function and area. */
 export function addAllocations(totals, profile, root) {
-  const walk = (node) => {
-    if (node.selfSize > 0) add(totals, node.callFrame, node.selfSize, root);
-    for (const child of node.children) walk(child);
+  // A builtin's bytes (a frame without a file: Map.prototype.set, RegExp.prototype.exec, …) go to the
+  // nearest caller with a file, named after both: `set (builtin) in charge  dist/ledger/…:458`.
+  const walk = (node, caller) => {
+    const cf = node.callFrame;
+    if (node.selfSize > 0) {
+      if (cf.url || !caller) add(totals, cf, node.selfSize, root);
+      else
+        add(
+          totals,
+          { ...caller, functionName: `${cf.functionName || '(anonymous)'} (builtin) in ${caller.functionName || '(anonymous)'}` },
+          node.selfSize,
+          root,
+        );
+    }
+    for (const child of node.children) walk(child, cf.url ? cf : caller);
   };
-  walk(profile.head);
+  walk(profile.head, undefined);
   return totals;
 }
 
 /** What a process allocated a request (KB), by function and by area, the most first. */
-export function allocationReport(label, totals, requests, top = 15) {
+export function allocationReport(label, totals, requests, { top = 15, survivors = false } = {}) {
   const kb = (bytes) => `${(bytes / requests / 1024).toFixed(2).padStart(7)} KB`;
+  const what = survivors ? 'that outlived the young generation (sampled' : '(sampled, garbage included';
   return (
-    `[${label}] ${kb(totals.total).trim()} allocated a request (sampled, garbage included; ${fmt(requests)} requests)\n` +
+    `[${label}] ${kb(totals.total).trim()} allocated a request ${what}; ${fmt(requests)} requests)\n` +
     `top ${top} functions by bytes they allocated themselves:\n${topList(totals.byFn, top, kb)}\n` +
     `by area:\n${topList(totals.byArea, 12, kb)}\n`
   );
