@@ -39,6 +39,23 @@ describe('IdMap: a Map of ids that come and go, without rebuilding its table', (
     );
   });
 
+  it('keeps its arrays when it empties: a lone request at a time (added, then deleted) allocates nothing', () => {
+    const m = new IdMap<number>();
+    m.set('gen-1796451816-123abcdefghijklmn', 1);
+    // Taken with an entry in it: the arrays it holds while it holds anything.
+    const before = storage(m);
+    m.delete('gen-1796451816-123abcdefghijklmn');
+    for (let i = 0; i < 1_000; i++) {
+      const id = `gen-1796451816-${String(i).padStart(17, '0')}`;
+      m.set(id, i);
+      expect(m.get(id)).toBe(i);
+      storage(m).forEach((a, j) => expect(a).toBe(before[j]));
+      expect(m.delete(id)).toBe(true);
+      expect(m.size).toBe(0);
+    }
+    expect((before[0] as unknown[]).length).toBe(1);
+  });
+
   it('keeps a value that is undefined or falsy apart from an id it does not hold', () => {
     const m = new IdMap<number | undefined>();
     m.set('a', 0).set('b', undefined);
