@@ -42,15 +42,8 @@ export class IdTable {
   private mask = -1;
   private count = 0;
 
-  /**
-   * `keyOf(value)`: the id stored with `value`. `keepWhenEmpty`: the arrays stay when the last id goes
-   * (for a table that empties and fills again request by request: IdMap), where by default an empty
-   * table holds none (SettlingQueue keeps one for each of up to 100,000 accounts).
-   */
-  constructor(
-    private readonly keyOf: (value: number) => string | undefined,
-    private readonly keepWhenEmpty = false,
-  ) {}
+  /** `keyOf(value)`: the id stored with `value`. */
+  constructor(private readonly keyOf: (value: number) => string | undefined) {}
 
   get size(): number {
     return this.count;
@@ -97,8 +90,8 @@ export class IdTable {
     }
     hashes[i] = 0;
     this.count--;
-    // An empty table gives its arrays back (unless kept); one a burst grew is halved once an eighth of it or less is taken.
-    if (this.count === 0 && !this.keepWhenEmpty) this.resize(0);
+    // An empty table gives its arrays back; one a burst grew is halved once an eighth of it or less is taken.
+    if (this.count === 0) this.resize(0);
     else if (this.mask + 1 > MIN_CAPACITY && this.count * 8 <= this.mask + 1) this.resize((this.mask + 1) / 2);
     return value;
   }

@@ -2,10 +2,18 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IdMap } from '../src/id-map.js';
 
-/** The arrays an IdMap keeps its entries in: the same objects for as long as it neither grows nor shrinks by half. */
+interface Inner {
+  ids: unknown[];
+  vals: unknown[];
+  free: unknown[];
+  table: { hashes: Int32Array; values: Float64Array } | undefined;
+}
+const inner = (m: IdMap<unknown>) => m as unknown as Inner;
+
+/** The arrays an IdMap keeps its entries in: the same objects for as long as it neither empties, grows nor shrinks by half. */
 function storage(m: IdMap<unknown>): unknown[] {
-  const inner = m as unknown as { ids: unknown[]; vals: unknown[]; free: unknown[]; table: { hashes: Int32Array; values: Float64Array } };
-  return [inner.ids, inner.vals, inner.free, inner.table.hashes, inner.table.values];
+  const i = inner(m);
+  return [i.ids, i.vals, i.free, i.table?.hashes, i.table?.values];
 }
 
 describe('IdMap: a Map of ids that come and go, without rebuilding its table', () => {
@@ -39,21 +47,33 @@ describe('IdMap: a Map of ids that come and go, without rebuilding its table', (
     );
   });
 
-  it('keeps its arrays when it empties: a lone request at a time (added, then deleted) allocates nothing', () => {
+  it('holds nothing once it is empty, and searches a few ids without a hash table', () => {
     const m = new IdMap<number>();
-    m.set('gen-1796451816-123abcdefghijklmn', 1);
-    // Taken with an entry in it: the arrays it holds while it holds anything.
-    const before = storage(m);
-    m.delete('gen-1796451816-123abcdefghijklmn');
-    for (let i = 0; i < 1_000; i++) {
-      const id = `gen-1796451816-${String(i).padStart(17, '0')}`;
-      m.set(id, i);
-      expect(m.get(id)).toBe(i);
-      storage(m).forEach((a, j) => expect(a).toBe(before[j]));
-      expect(m.delete(id)).toBe(true);
-      expect(m.size).toBe(0);
+    const idOf = (i: number) => `gen-1796451816-${String(i).padStart(17, '0')}`;
+    // A lone request at a time: no table is made.
+    for (let i = 0; i < 100; i++) {
+      m.set(idOf(i), i);
+      expect(m.get(idOf(i))).toBe(i);
+      expect(inner(m).table).toBeUndefined();
+      expect(m.delete(idOf(i))).toBe(true);
+      expect([inner(m).ids.length, inner(m).vals.length, inner(m).free.length]).toEqual([0, 0, 0]);
     }
-    expect((before[0] as unknown[]).length).toBe(1);
+    // Past 16 slots a table finds them; emptied, it goes with the rest.
+    for (let i = 0; i < 40; i++) m.set(idOf(i), i);
+    expect(inner(m).table).toBeDefined();
+    for (let i = 0; i < 40; i++) expect(m.get(idOf(i))).toBe(i);
+    for (let i = 0; i < 40; i++) m.delete(idOf(i));
+    expect(inner(m).table).toBeUndefined();
+    expect(inner(m).ids.length).toBe(0);
+  });
+
+  it('keeps no reference to a deleted value', () => {
+    const m = new IdMap<object>();
+    const gone = { gone: true };
+    m.set('a', { a: 1 }).set('b', gone).set('c', { c: 1 });
+    m.delete('b');
+    expect(inner(m).vals).not.toContain(gone);
+    expect(inner(m).ids).not.toContain('b');
   });
 
   it('keeps a value that is undefined or falsy apart from an id it does not hold', () => {

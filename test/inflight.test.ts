@@ -3,33 +3,39 @@ import { Cancellation, SHUTDOWN } from '../src/cancellation.js';
 import { Inflight } from '../src/http/inflight.js';
 
 describe('Inflight: the requests running now', () => {
-  it('counts what was added and not yet deleted, reuses a freed slot, and takes a second delete of a slot as done', () => {
+  it('counts what was added and not yet deleted, reuses a freed slot, and ignores a second delete, even once its slot is reused', () => {
     const inflight = new Inflight();
-    const a = inflight.add(new Cancellation());
-    const b = inflight.add(new Cancellation());
+    const [ca, cb, cc] = [new Cancellation(), new Cancellation(), new Cancellation()];
+    const a = inflight.add(ca);
+    const b = inflight.add(cb);
     expect(inflight.size).toBe(2);
-    inflight.delete(a);
-    inflight.delete(a);
+    inflight.delete(a, ca);
+    inflight.delete(a, ca);
     expect(inflight.size).toBe(1);
-    const c = inflight.add(new Cancellation());
+    const c = inflight.add(cc);
     expect(c).toBe(a);
+    // A late delete of the first request leaves the one now in its slot running.
+    inflight.delete(a, ca);
     expect(inflight.size).toBe(2);
-    inflight.delete(b);
-    inflight.delete(c);
+    inflight.abortAll();
+    expect(cc.signal.aborted).toBe(true);
+    inflight.delete(b, cb);
+    inflight.delete(c, cc);
     expect(inflight.size).toBe(0);
   });
 
   it('resolves idle() once the last running request ends, and at once when none runs', async () => {
     const inflight = new Inflight();
     await inflight.idle();
-    const a = inflight.add(new Cancellation());
-    const b = inflight.add(new Cancellation());
+    const [first, second] = [new Cancellation(), new Cancellation()];
+    const a = inflight.add(first);
+    const b = inflight.add(second);
     let idle = false;
     const waiting = inflight.idle().then(() => (idle = true));
-    inflight.delete(a);
+    inflight.delete(a, first);
     await Promise.resolve();
     expect(idle).toBe(false);
-    inflight.delete(b);
+    inflight.delete(b, second);
     await waiting;
     expect(idle).toBe(true);
   });
@@ -38,7 +44,7 @@ describe('Inflight: the requests running now', () => {
     const inflight = new Inflight();
     const running = [new Cancellation(), new Cancellation(), new Cancellation()];
     const slots = running.map((c) => inflight.add(c));
-    inflight.delete(slots[1] as number);
+    inflight.delete(slots[1] as number, running[1] as Cancellation);
     inflight.abortAll();
     expect(running.map((c) => c.signal.aborted)).toEqual([true, false, true]);
     expect((running[0]?.signal.reason as DOMException).name).toBe(SHUTDOWN);

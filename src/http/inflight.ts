@@ -20,9 +20,12 @@ export class Inflight {
     return slot;
   }
 
-  /** The request `add` gave `slot` ended. */
-  delete(slot: number): void {
-    if (this.running[slot] === undefined) return;
+  /**
+   * `controller`'s request, which `add` gave `slot`, ended. A second call for it does nothing, even
+   * once the slot holds another request.
+   */
+  delete(slot: number, controller: Cancellation): void {
+    if (this.running[slot] !== controller) return;
     this.running[slot] = undefined;
     this.free.push(slot);
     if (--this.count === 0) {

@@ -246,7 +246,7 @@ export function chatCompletionsRoute(deps: AppDeps, context: NodeRouteContext): 
         // Every path settles; one that ended before any output (the client gone first) releases its holds.
         if (started && !started.settlement.settled) started.settlement.settleNothing();
         deadline.cancel();
-        inflight.delete(running);
+        inflight.delete(running, controller);
       }
     }
 
