@@ -18,15 +18,18 @@
 //                HeapProfiler.startSampling), keeping the samples of objects collected since, so that
 //                it tells what was allocated, garbage included, not only what is still alive;
 //                with {survivors: true}, only the samples of objects no scavenge collected (alive at
-//                the end, or collected by a full collection): what reached the old generation
+//                the end, or collected by a full collection, young garbage that one swept included)
 //   alloc-stop {file} → writes the profile since `alloc-start` to `file` (a .heapprofile, which Chrome's
-//                DevTools opens) and answers {id, ok}
+//                DevTools opens) and answers {id, ok}; with survivors, a scavenge runs first (what the
+//                young generation still holds is not counted) and it answers the full collections
+//                during the profile too ({fullGcs})
 // The bare string "cpu" is answered with {cpu} too (older callers). It does nothing else; the
 // process's own code is untouched.
 import { writeFileSync } from 'node:fs';
 import inspector from 'node:inspector';
 import { PerformanceObserver, constants as perfConstants, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
+import vm from 'node:vm';
 
 /** The bytes used in the spaces named, from a GCProfiler record's heap space statistics. */
 function used(spaces, names) {
@@ -114,6 +117,35 @@ if (typeof process.send === 'function') {
     monitor.reset();
     return out;
   };
+  /**
+   * For `alloc-start {survivors}`: counts the full collections while the profile runs (the young
+   * objects one of them sweeps are in the profile too, as collected by a major GC), and `stop()` runs a
+   * scavenge first (V8's gc(), exposed for this), so that the young generation's garbage is out of it.
+   */
+  let survivors;
+  let gc;
+  const startSurvivors = () => {
+    if (!gc) {
+      v8.setFlagsFromString('--expose-gc');
+      gc = vm.runInNewContext('gc');
+    }
+    let full = 0;
+    const observer = new PerformanceObserver((list) => {
+      count(list.getEntries());
+    });
+    const count = (entries) => {
+      for (const e of entries) if (e.detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) full++;
+    };
+    observer.observe({ entryTypes: ['gc'] });
+    return {
+      stop() {
+        gc({ type: 'minor' });
+        count(observer.takeRecords());
+        observer.disconnect();
+        return full;
+      },
+    };
+  };
   process.on('message', (msg) => {
     if (msg === 'cpu') {
       process.send({ cpu: process.cpuUsage() });
@@ -148,6 +180,7 @@ if (typeof process.send === 'function') {
         session = new inspector.Session();
         session.connect();
       }
+      survivors = msg.survivors === true ? startSurvivors() : undefined;
       post('HeapProfiler.enable')
         .then(() =>
           post('HeapProfiler.startSampling', {
@@ -161,10 +194,13 @@ if (typeof process.send === 'function') {
           (err) => process.send({ id, error: String(err) }),
         );
     } else if (cmd === 'alloc-stop') {
+      // What the young generation still holds has outlived no scavenge yet: one runs before the profile ends.
+      const fullGcs = survivors?.stop();
+      survivors = undefined;
       post('HeapProfiler.stopSampling').then(
         ({ profile }) => {
           writeFileSync(msg.file, JSON.stringify(profile));
-          process.send({ id, ok: true });
+          process.send({ id, ok: true, fullGcs });
         },
         (err) => process.send({ id, error: String(err) }),
       );

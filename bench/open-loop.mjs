@@ -75,8 +75,9 @@ function addGc(p, gc, requests) {
 /** Stops the round's allocation profile of `p`, keeps it in allocDir and adds it to the process's totals. */
 async function addAlloc(p, round, requests) {
   const file = path.join(allocDir, `${p.id.replaceAll(':', '-')}-round${round}.heapprofile`);
-  await probe(p.child, 'alloc-stop', 30_000, { file });
-  p.alloc ??= { totals: emptyTotals(), requests: 0 };
+  const { fullGcs } = await probe(p.child, 'alloc-stop', 30_000, { file });
+  p.alloc ??= { totals: emptyTotals(), requests: 0, fullGcs: 0 };
+  p.alloc.fullGcs += fullGcs ?? 0;
   addAllocations(p.alloc.totals, JSON.parse(readFileSync(file, 'utf8')), root);
   p.alloc.requests += requests;
 }
@@ -244,7 +245,8 @@ try {
   if (allocDir) {
     process.stdout.write(`\nallocations over the rounds (--alloc; the profiles are in ${allocDir}):\n`);
     for (const p of proxies)
-      if (p.alloc) process.stdout.write(`\n${allocationReport(p.label, p.alloc.totals, p.alloc.requests, { survivors: opt.survivors })}`);
+      if (p.alloc)
+        process.stdout.write(`\n${allocationReport(p.label, p.alloc.totals, p.alloc.requests, { survivors: opt.survivors, fullGcs: p.alloc.fullGcs })}`);
   }
   if (perfDir) {
     process.stdout.write(`\nwhere the CPU went (--perf; the recordings are in ${perfDir}):\n`);

@@ -231,6 +231,24 @@ describe.concurrent('the benchmark, smoke-sized (npm run bench with tiny numbers
     expect(out).toMatch(/ledger check \(tollgate sqlite\): \d+ requests, .* OK/);
   }, 60_000);
 
+  it('open loop with --alloc --survivors: reports what outlived the young generation, with the full collections during the profiles', async () => {
+    const allocDir = join(dir, 'survivors');
+    const { code, out } = await runBench(
+      ['--rate', '200', '--seconds', '0.5', '--rounds', '1', '--warmup', '200', '--warmup-s', '0.2', '--alloc', allocDir, '--survivors'],
+      60_000,
+      OPEN_LOOP,
+    );
+    expect(code, out).toBe(0);
+    for (const label of ['bare', 'tollgate sqlite']) {
+      const m = new RegExp(
+        `\\[${label}\\] ([\\d.]+) KB allocated a request that outlived the young generation \\(sampled, (\\d+) full collections during the profiles`,
+      ).exec(out);
+      expect(m && Number(m[1]) >= 0 && Number(m[2]) >= 0, out).toBe(true);
+    }
+    expect(readdirSync(allocDir).sort()).toEqual(['bare-round1.heapprofile', 'tollgate-sqlite-round1.heapprofile']);
+    expect(out).toMatch(/ledger check \(tollgate sqlite\): \d+ requests, .* OK/);
+  }, 60_000);
+
   it.runIf(perf)(
     '--perf: records each measured turn with perf and tells where the CPU went, by area, Tollgate against the bare proxy',
     async () => {

@@ -157,9 +157,10 @@ export function addAllocations(totals, profile, root) {
 }
 
 /** What a process allocated a request (KB), by function and by area, the most first. */
-export function allocationReport(label, totals, requests, { top = 15, survivors = false } = {}) {
+export function allocationReport(label, totals, requests, { top = 15, survivors = false, fullGcs = 0 } = {}) {
   const kb = (bytes) => `${(bytes / requests / 1024).toFixed(2).padStart(7)} KB`;
-  const what = survivors ? 'that outlived the young generation (sampled' : '(sampled, garbage included';
+  // A full collection sweeps young garbage too, which the profile then holds: the count says how much to trust it.
+  const what = survivors ? `that outlived the young generation (sampled, ${fullGcs} full collections during the profiles` : '(sampled, garbage included';
   return (
     `[${label}] ${kb(totals.total).trim()} allocated a request ${what}; ${fmt(requests)} requests)\n` +
     `top ${top} functions by bytes they allocated themselves:\n${topList(totals.byFn, top, kb)}\n` +
