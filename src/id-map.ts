@@ -38,9 +38,9 @@ export class IdMap<V> {
     return this.count;
   }
 
-  /** The slot of `id`, or -1. */
-  private slotOf(id: string): number {
-    if (this.table !== undefined) return this.table.find(id, idHash(id));
+  /** The slot of `id` (whose idHash is `hash` when there is a table), or -1. */
+  private slotOf(id: string, hash = this.table !== undefined ? idHash(id) : 0): number {
+    if (this.table !== undefined) return this.table.find(id, hash);
     const ids = this.ids;
     for (let i = 0; i < ids.length; i++) if (ids[i] === id) return i;
     return -1;
@@ -56,7 +56,9 @@ export class IdMap<V> {
   }
 
   set(id: string, value: V): this {
-    const at = this.slotOf(id);
+    // Hashed once, for the search and the addition both.
+    const hash = this.table !== undefined ? idHash(id) : 0;
+    const at = this.slotOf(id, hash);
     if (at >= 0) {
       this.vals[at] = value;
       return this;
@@ -65,7 +67,7 @@ export class IdMap<V> {
     this.ids[slot] = id;
     this.vals[slot] = value;
     this.count++;
-    if (this.table !== undefined) this.table.add(idHash(id), slot);
+    if (this.table !== undefined) this.table.add(hash, slot);
     else if (this.ids.length > SMALL) {
       const ids = this.ids;
       const table = new IdTable((s) => ids[s]);
